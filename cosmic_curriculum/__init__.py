@@ -1,0 +1,3 @@
+"""cosmic-curriculum: a curriculum orchestrator for training game bots with RL."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,112 @@
+"""Crash-safe file writes and strict JSON reads.
+
+Every JSON file the project writes goes through :func:`atomic_write_json`: a temp file in
+the same directory, flushed and fsynced, renamed over the target with ``os.replace`` and
+the directory fsynced. A kill -9 at any instant leaves either the old or the new file,
+never a torn one. Kill -9 can leave the temp file behind, so :func:`clean_stale_temps`
+removes them at start.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+from pathlib import Path
+from typing import Any
+
+from cosmic_curriculum.errors import StateError
+
+TEMP_MARKER = ".tmp-"
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` atomically; on any error the old file is untouched."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}{TEMP_MARKER}{os.getpid()}-{secrets.token_hex(4)}")
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+    _fsync_dir(path.parent)
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def dumps_json(obj: Any) -> str:
+    return json.dumps(obj, indent=2, sort_keys=False, allow_nan=False) + "\n"
+
+
+def atomic_write_json(path: Path, obj: Any) -> None:
+    """Serialise ``obj`` first (so a bad value never truncates the file), then write atomically."""
+    atomic_write_text(path, dumps_json(obj))
+
+
+def read_json(path: Path, what: str) -> Any:
+    """Read a JSON file, or raise :class:`StateError` naming the file, the fault and the fix.
+
+    ``what`` is a short description used in the message, e.g. ``"curriculum state"``.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise StateError(f"{path}: {what} file not found") from None
+    except OSError as exc:
+        raise StateError(f"{path}: cannot read {what}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise StateError(f"{path}: {what} is not UTF-8 text") from None
+    if not text.strip():
+        raise StateError(
+            f"{path}: {what} is empty; restore the last good copy with "
+            f"`git show HEAD:{path.name} > {path.name}`"
+        )
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise StateError(
+            f"{path}: {what} is not valid JSON ({exc.msg} at line {exc.lineno} column "
+            f"{exc.colno}); restore the last good copy with "
+            f"`git show HEAD:{path.name} > {path.name}`"
+        ) from None
+
+
+def clean_stale_temps(directory: Path, names: list[str] | None = None) -> list[Path]:
+    """Remove temp files left by a killed atomic write in ``directory``.
+
+    Only files matching our own pattern ``.<name>.tmp-*`` are touched; ``names`` limits
+    it further to temps of those target file names. Returns what was removed.
+    """
+    removed: list[Path] = []
+    directory = Path(directory)
+    if not directory.is_dir():
+        return removed
+    for entry in directory.iterdir():
+        n = entry.name
+        if not (n.startswith(".") and TEMP_MARKER in n and entry.is_file()):
+            continue
+        target = n[1 : n.index(TEMP_MARKER)]
+        if names is not None and target not in names:
+            continue
+        with contextlib.suppress(FileNotFoundError):
+            entry.unlink()
+            removed.append(entry)
+    return removed
