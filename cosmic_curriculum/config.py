@@ -1,0 +1,291 @@
+"""`stages.toml`: the curriculum definition, validated before any GPU time is spent.
+
+Example (the shipped default; every key is optional except ``stages``)::
+
+    max_retries = 2                # failures after the first before a stage blocks
+    eval_episodes = 100            # episodes played by the margin gate
+    regression_margin = 0.15       # fail iff reference win rate - candidate's >= this
+    standing_args = ["--reset-std", "0.3", "--ent-coef", "0.001"]
+    reference_bot = "bots/rookie.json"          # stage 1's reference
+    training_command = ["scripts/run_training.sh"]
+    # evaluation_command = ["./my_eval"]        # default: the built-in evaluator
+
+    [defaults]
+    timesteps = 20_000_000
+    n_parallel = 14
+    speedup = 16
+
+    [gate]
+    rule = "margin"                # or "sprt" (see docs/GATES.md)
+
+    [[stages]]
+    name = "score"
+    flags = ["--opponent-mode", "inert"]
+    # timesteps = 5_000_000        # per-stage overrides
+    # reference_bot = "bots/other.json"
+    # [stages.gate]
+    # rule = "sprt"
+
+Flags are argv lists, never shell strings. Stage names become parts of file names, so they
+are restricted to ``[a-z0-9_-]+``. Unknown keys are errors. Every error is one line naming
+the file, the line, the key, the problem and the fix.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import tomllib
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from cosmic_curriculum.errors import ConfigError
+from cosmic_curriculum.gate import GateSettings
+
+STAGE_NAME_RE = re.compile(r"^[a-z0-9_-]+$")
+PRESETS = ("default", "quick")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+class Defaults(_Strict):
+    """Budgets for every stage; the `run` options override them."""
+
+    timesteps: int = Field(20_000_000, gt=0)
+    n_parallel: int = Field(14, gt=0)
+    speedup: int = Field(16, gt=0)
+
+
+class StageConfig(_Strict):
+    """One stage: its name, the trainer flags that make it, and optional overrides."""
+
+    name: str
+    flags: list[str] = Field(default_factory=list)
+    timesteps: int | None = Field(None, gt=0)
+    reference_bot: str | None = None
+    gate: dict[str, Any] | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _name_is_a_safe_path_part(cls, value: str) -> str:
+        if not STAGE_NAME_RE.fullmatch(value):
+            raise ValueError(
+                f"stage name {value!r} may only contain a-z, 0-9, '_' and '-' "
+                "(it becomes part of file names)"
+            )
+        return value
+
+    @field_validator("gate")
+    @classmethod
+    def _gate_override_is_valid(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is not None:
+            GateSettings(**value)  # raises with the field named
+        return value
+
+
+class CurriculumConfig(_Strict):
+    """The whole of `stages.toml`."""
+
+    max_retries: int = Field(2, ge=0)
+    eval_episodes: int = Field(100, ge=2)
+    regression_margin: float = Field(0.15, gt=0.0, lt=1.0)
+    standing_args: list[str] = Field(
+        default_factory=lambda: ["--reset-std", "0.3", "--ent-coef", "0.001"]
+    )
+    reference_bot: str = "bots/rookie.json"
+    training_command: list[str] = Field(
+        default_factory=lambda: ["scripts/run_training.sh"], min_length=1
+    )
+    evaluation_command: list[str] | None = Field(None, min_length=1)
+    defaults: Defaults = Field(default_factory=Defaults)  # type: ignore[arg-type]
+    gate: dict[str, Any] = Field(default_factory=dict)
+    stages: list[StageConfig] = Field(min_length=1)
+    path: Path = Field(Path("stages.toml"), exclude=True)
+
+    @field_validator("regression_margin", mode="before")
+    @classmethod
+    def _margin_accepts_ints(cls, value: Any) -> Any:
+        # strict mode would refuse `regression_margin = 0` with a type error; let the
+        # range check say what is wrong instead.
+        return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+    @field_validator("gate")
+    @classmethod
+    def _gate_table_is_valid(cls, value: dict[str, Any]) -> dict[str, Any]:
+        for key in ("episodes", "regression_margin"):
+            if key in value:
+                top = "eval_episodes" if key == "episodes" else key
+                raise ValueError(f"set '{top}' at the top level of the file, not in [gate]")
+        GateSettings(**value)
+        return value
+
+    @field_validator("stages")
+    @classmethod
+    def _stage_names_unique(cls, value: list[StageConfig]) -> list[StageConfig]:
+        seen: set[str] = set()
+        for stage in value:
+            if stage.name in seen:
+                raise ValueError(f"stage name {stage.name!r} is used twice; names must be unique")
+            seen.add(stage.name)
+        return value
+
+    # -- effective settings -------------------------------------------------------------
+
+    def stage_gate(self, index: int) -> GateSettings:
+        """The gate of stage ``index``: top-level episodes/margin, then [gate], then the stage's."""
+        merged: dict[str, Any] = {
+            "episodes": self.eval_episodes,
+            "regression_margin": self.regression_margin,
+            **self.gate,
+            **(self.stages[index].gate or {}),
+        }
+        return GateSettings(**merged)
+
+    def stage_timesteps(self, index: int, override: int | None = None) -> int:
+        """Stage ``index``'s timesteps: `--timesteps`, else the stage's own, else [defaults]."""
+        if override is not None:
+            return override
+        return self.stages[index].timesteps or self.defaults.timesteps
+
+    def stage_reference(self, index: int) -> str | None:
+        """The reference bot configured for stage ``index`` (None: previous stage's bot)."""
+        stage = self.stages[index]
+        if stage.reference_bot is not None:
+            return stage.reference_bot
+        return self.reference_bot if index == 0 else None
+
+    def stage_definitions(self) -> list[dict[str, Any]]:
+        """What defines each stage's result; a change to a finished stage needs consent."""
+        return [
+            {
+                "name": stage.name,
+                "flags": list(stage.flags),
+                "standing_args": list(self.standing_args),
+                "timesteps": self.stage_timesteps(i),
+                "reference_bot": self.stage_reference(i),
+                "gate": self.stage_gate(i).model_dump(),
+            }
+            for i, stage in enumerate(self.stages)
+        ]
+
+    def stage_hashes(self) -> list[str]:
+        return [_digest(d) for d in self.stage_definitions()]
+
+    def config_hash(self) -> str:
+        return _digest(self.stage_definitions())
+
+
+def _digest(obj: Any) -> str:
+    blob = json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()
+    return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def preset_path(name: str) -> Path:
+    """The packaged `stages.toml` of a preset (``default`` or ``quick``)."""
+    if name not in PRESETS:
+        raise ConfigError(f"--preset {name!r} is unknown; choose one of: {', '.join(PRESETS)}")
+    return Path(str(resources.files("cosmic_curriculum") / "data" / "presets" / f"{name}.toml"))
+
+
+def load_config(path: Path) -> CurriculumConfig:
+    """Read and validate ``path``; any problem is a one-line :class:`ConfigError`."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(
+            f"{path}: curriculum file not found; pass --config PATH or create one with "
+            "`cosmic-curriculum init DIR`"
+        ) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read the curriculum file: {exc}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    try:
+        config = CurriculumConfig(**data)
+    except ValidationError as exc:
+        raise ConfigError(_describe(path, text, exc)) from None
+    except TypeError as exc:  # e.g. a table where a value was expected at the top level
+        raise ConfigError(f"{path}: {exc}") from None
+    return config.model_copy(update={"path": path})
+
+
+def _describe(path: Path, text: str, exc: ValidationError) -> str:
+    """The first validation error as `file:line: key: problem`."""
+    err = exc.errors()[0]
+    loc = tuple(err["loc"])
+    key = _dotted(loc)
+    line = _locate(text, loc)
+    where = f"{path}:{line}" if line else str(path)
+    if err["type"] == "extra_forbidden":
+        problem = f"unknown key '{loc[-1]}'; check its spelling (see docs/ARCHITECTURE.md)"
+    elif err["type"] == "missing":
+        problem = "is required"
+    else:
+        msg = err["msg"].removeprefix("Value error, ")
+        value = err.get("input")
+        scalar = isinstance(value, str | int | float | bool)
+        problem = f"{msg} (got {value!r})" if scalar else msg
+    if key == "stages" and err["type"] == "too_short":
+        problem = "the curriculum has no stages; add at least one [[stages]] table"
+    return f"{where}: {key}: {problem}"
+
+
+def _dotted(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out or "(file)"
+
+
+def _locate(text: str, loc: tuple[Any, ...]) -> int | None:
+    """Best-effort line number of the key at ``loc`` in the TOML text (1-based)."""
+    lines = text.splitlines()
+    start, end = 0, len(lines)
+    parts = list(loc)
+    # Narrow to the table the key lives in: [[stages]] number k, [defaults], [gate] ...
+    if parts and parts[0] == "stages" and len(parts) > 1 and isinstance(parts[1], int):
+        headers = [i for i, ln in enumerate(lines) if ln.strip() == "[[stages]]"]
+        k = parts[1]
+        if k < len(headers):
+            start = headers[k]
+            end = headers[k + 1] if k + 1 < len(headers) else len(lines)
+            if len(parts) == 2:
+                return start + 1
+        parts = parts[2:]
+        if parts and parts[0] == "gate":
+            for i in range(start, end):
+                if lines[i].strip() == "[stages.gate]":
+                    start = i
+                    break
+            parts = parts[1:]
+    elif parts and parts[0] in ("defaults", "gate") and len(parts) > 1:
+        for i, ln in enumerate(lines):
+            if ln.strip() == f"[{parts[0]}]":
+                start = i
+                break
+        parts = parts[1:]
+    elif parts:
+        first_table = next(
+            (i for i, ln in enumerate(lines) if ln.strip().startswith("[")), len(lines)
+        )
+        end = first_table
+    key = next((p for p in parts if isinstance(p, str)), None)
+    if key is None:
+        return None
+    pattern = re.compile(rf"^\s*{re.escape(key)}\s*=")
+    for i in range(start, end):
+        if pattern.match(lines[i]):
+            return i + 1
+    return None

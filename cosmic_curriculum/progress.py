@@ -1,0 +1,51 @@
+"""Machine-readable progress lines from the trainer to the orchestrator.
+
+A trainer prints one line per update::
+
+    @progress {"timesteps": 123456, "total": 2000000, "fps": 21000.0, "reward": 0.31}
+
+``timesteps`` and ``total`` are required integers; ``fps``, ``reward`` (mean episode
+return of recent episodes) and ``win_rate`` (recent episodes the learner won) are optional
+numbers. Any other line is ordinary log output. A user's own trainer only has to print
+these lines (flushed) to get the orchestrator's progress bar and the learning curves.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+PROGRESS_PREFIX = "@progress "
+_OPTIONAL = ("fps", "reward", "win_rate")
+
+
+def format_progress(*, timesteps: int, total: int, **fields: float | None) -> str:
+    """One progress line (without newline). Non-finite or missing values are dropped."""
+    payload: dict[str, Any] = {"timesteps": int(timesteps), "total": int(total)}
+    for key, value in fields.items():
+        if value is not None and math.isfinite(float(value)):
+            payload[key] = round(float(value), 6)
+    return PROGRESS_PREFIX + json.dumps(payload, separators=(",", ":"))
+
+
+def parse_progress_line(line: str) -> dict[str, Any] | None:
+    """The fields of a progress line, or None if the line is not a valid one."""
+    line = line.strip()
+    if not line.startswith(PROGRESS_PREFIX.strip()):
+        return None
+    try:
+        payload = json.loads(line[len(PROGRESS_PREFIX.strip()) :])
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(payload, dict):
+        return None
+    steps, total = payload.get("timesteps"), payload.get("total")
+    if not isinstance(steps, int) or not isinstance(total, int) or isinstance(steps, bool):
+        return None
+    result: dict[str, Any] = {"timesteps": steps, "total": total}
+    for key in _OPTIONAL:
+        value = payload.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            result[key] = float(value)
+    return result
