@@ -103,7 +103,7 @@ class CurriculumConfig(_Strict):
         default_factory=lambda: ["scripts/run_training.sh"], min_length=1
     )
     evaluation_command: list[str] | None = Field(None, min_length=1)
-    defaults: Defaults = Field(default_factory=Defaults)  # type: ignore[arg-type]
+    defaults: Defaults = Field(default_factory=Defaults)
     gate: dict[str, Any] = Field(default_factory=dict)
     stages: list[StageConfig] = Field(min_length=1)
     path: Path = Field(Path("stages.toml"), exclude=True)

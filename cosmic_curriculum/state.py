@@ -1,0 +1,231 @@
+"""`curriculum_state.json`: the resumable state of a curriculum, and the workspace lock.
+
+The original script's file (the *seed format*, schema version 1) has four keys::
+
+    {"stage_index": 0, "attempt": 0, "status": "in_progress", "log": []}
+
+``attempt`` is the attempt number the current stage runs next (0 is the first, n runs
+``-retry{n}``); ``log`` holds one entry per decided attempt. Version 2 adds the attempt in
+flight and its phase, config hashes, timestamps and flags; it is a superset, so a seed
+file loads unchanged and writing it back keeps every seed key (and any key we do not know).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import socket
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from cosmic_curriculum.errors import LockError, StateError
+from cosmic_curriculum.fsio import atomic_write_json, read_json
+
+STATE_FILE = "curriculum_state.json"
+LOCK_FILE = ".cosmic-curriculum.lock"
+SCHEMA_VERSION = 2
+
+Phase = Literal["training", "trained", "evaluated", "decided", "committed"]
+PHASES: tuple[Phase, ...] = ("training", "trained", "evaluated", "decided", "committed")
+Status = Literal["in_progress", "blocked", "done"]
+Decision = Literal["pass", "fail"]
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+class Attempt(BaseModel):
+    """The attempt in flight, recorded before and after every step so resume is exact."""
+
+    model_config = ConfigDict(extra="allow", validate_assignment=True)
+
+    stage_index: int = Field(ge=0)
+    attempt: int = Field(ge=0)
+    experiment: str
+    phase: Phase = "training"
+    resume_from: str | None = None
+    reference: str | None = None
+    timesteps: int | None = None
+    started_at: str = Field(default_factory=utc_now)
+    pgid: int | None = None
+    pid: int | None = None
+    pid_start_time: int | None = None  # clock ticks since boot, /proc/<pid>/stat field 22
+    eval_id: str | None = None
+    decision: Decision | None = None
+    summary: str | None = None
+    error: str | None = None
+    interrupted: bool = False
+
+
+class LogEntry(BaseModel):
+    """One decided attempt. Seed keys first; unknown keys are kept as they are."""
+
+    model_config = ConfigDict(extra="allow")
+
+    stage_index: int = Field(ge=0)
+    experiment: str
+    attempt: int = Field(ge=0)
+    eval: dict[str, Any] | None = None
+    decision: Decision
+    override: str | None = None
+    reason: str | None = None
+    eval_id: str | None = None
+    summary: str | None = None
+    decided_at: str | None = None
+
+
+class CurriculumState(BaseModel):
+    """The whole of `curriculum_state.json`."""
+
+    model_config = ConfigDict(extra="allow", validate_assignment=True)
+
+    stage_index: int = Field(0, ge=0)
+    attempt: int = Field(0, ge=0)
+    status: Status = "in_progress"
+    log: list[LogEntry] = Field(default_factory=list)
+    schema_version: int = SCHEMA_VERSION
+    in_flight: Attempt | None = None
+    config_hash: str | None = None
+    stage_hashes: list[str] | None = None
+    push_pending: bool = False
+    blocked_reason: str | None = None
+    last_error: str | None = None
+    created_at: str | None = None
+    updated_at: str | None = None
+
+    def stage_log(self, stage_index: int) -> list[LogEntry]:
+        return [e for e in self.log if e.stage_index == stage_index]
+
+    def passing_entry(self, stage_index: int) -> LogEntry | None:
+        """The entry that passed ``stage_index`` (the last one, if several did)."""
+        passes = [e for e in self.stage_log(stage_index) if e.decision == "pass"]
+        return passes[-1] if passes else None
+
+    def to_json(self) -> dict[str, Any]:
+        # exclude_none keeps a seed file's shape: seed keys plus only what we filled in.
+        data = self.model_dump(mode="json", exclude_none=True)
+        data["log"] = [e.model_dump(mode="json", exclude_none=True) for e in self.log]
+        return data
+
+
+def _restore_hint(path: Path) -> str:
+    return f"restore the last good copy with `git show HEAD:{path.name} > {path.name}`"
+
+
+def load_state(path: Path) -> CurriculumState:
+    """Load the state; a missing file is a fresh curriculum, anything bad is refused.
+
+    A refused file is never overwritten: the error names it, says what is wrong and how
+    to get the last committed copy back.
+    """
+    path = Path(path)
+    if not path.exists():
+        return CurriculumState(created_at=utc_now())
+    data = read_json(path, "curriculum state")
+    if not isinstance(data, dict):
+        raise StateError(
+            f"{path}: curriculum state must be a JSON object, got {type(data).__name__}; "
+            + _restore_hint(path)
+        )
+    version = data.get("schema_version", 1)
+    if not isinstance(version, int) or version < 1:
+        raise StateError(f"{path}: schema_version {version!r} is invalid; " + _restore_hint(path))
+    if version > SCHEMA_VERSION:
+        raise StateError(
+            f"{path}: schema_version {version} was written by a newer cosmic-curriculum "
+            f"(this one reads up to {SCHEMA_VERSION}); upgrade with `pip install -U "
+            "cosmic-curriculum`"
+        )
+    try:
+        state = CurriculumState(**data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        key = ".".join(str(p) for p in err["loc"])
+        raise StateError(f"{path}: {key}: {err['msg']}; " + _restore_hint(path)) from None
+    state.schema_version = SCHEMA_VERSION
+    return state
+
+
+def save_state(path: Path, state: CurriculumState) -> None:
+    """Write the state atomically (the old file survives any crash or full disk)."""
+    state.updated_at = utc_now()
+    if state.created_at is None:
+        state.created_at = state.updated_at
+    atomic_write_json(Path(path), state.to_json())
+
+
+def check_stage_range(state: CurriculumState, n_stages: int, path: Path) -> None:
+    """A state pointing past the configured stages means the config lost stages."""
+    limit = n_stages if state.status == "done" else n_stages - 1
+    if state.stage_index > limit:
+        raise StateError(
+            f"{path}: stage_index {state.stage_index} is out of range for the {n_stages} "
+            "stage(s) in the config; restore the stages you removed from stages.toml or "
+            "point --config at the curriculum this state belongs to"
+        )
+
+
+class WorkspaceLock:
+    """One run per workspace: an exclusive ``flock`` on `.cosmic-curriculum.lock`.
+
+    ``flock`` (not ``lockf``) because a lockf lock vanishes when *any* descriptor of the
+    file closes. The trainer inherits :attr:`fd` (``pass_fds``), so an orphaned trainer
+    keeps the workspace locked after the orchestrator dies.
+    """
+
+    def __init__(self, workspace: Path) -> None:
+        self.path = Path(workspace) / LOCK_FILE
+        self.fd: int = -1
+
+    def acquire(self) -> WorkspaceLock:
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = self._describe_holder(fd)
+            os.close(fd)
+            raise LockError(
+                f"{self.path.parent}: another cosmic-curriculum run holds this workspace "
+                f"({holder}); wait for it, or stop it (and its trainer) before starting again"
+            ) from None
+        info = {"pid": os.getpid(), "host": socket.gethostname(), "started_at": utc_now()}
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, (json.dumps(info) + "\n").encode(), 0)
+        self.fd = fd
+        return self
+
+    @staticmethod
+    def _describe_holder(fd: int) -> str:
+        try:
+            info = json.loads(os.pread(fd, 4096, 0).decode() or "{}")
+            return (
+                f"pid {info['pid']} on {info['host']}, started {info['started_at']}, "
+                "or a trainer it started"
+            )
+        except (ValueError, KeyError, TypeError):
+            return "holder unknown"
+
+    def release(self) -> None:
+        if self.fd >= 0:
+            # Close without LOCK_UN: an explicit unlock would also release the copy a
+            # still-running trainer inherited. The file stays: unlinking a flocked file
+            # would let a second run lock a fresh inode.
+            os.close(self.fd)
+            self.fd = -1
+
+    def __enter__(self) -> WorkspaceLock:
+        return self.acquire()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.release()
