@@ -1,0 +1,243 @@
+"""Git persistence: commit named paths only, push with a timeout, preflight.
+
+Three rules from experience with GitPython: ``index.add`` + ``index.commit`` commits the
+whole index (sweeping in a user's staged work), so we commit with
+``git commit -- <paths>``, which takes only those paths; every ``Repo`` is closed (``with
+Repo(...)``) so no ``git cat-file`` processes linger; and git is imported lazily with
+``GIT_PYTHON_REFRESH=quiet`` so a machine without git still runs (without persistence).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from cosmic_curriculum.errors import GitError
+
+if TYPE_CHECKING:
+    from git import Repo
+
+# Must be set before the first `import git`: otherwise GitPython raises at import time
+# when no git executable is on PATH.
+os.environ.setdefault("GIT_PYTHON_REFRESH", "quiet")
+
+FALLBACK_NAME = "cosmic-curriculum"
+FALLBACK_EMAIL = "cosmic-curriculum@localhost"
+
+
+def git_executable() -> str | None:
+    return shutil.which("git")
+
+
+@contextmanager
+def open_repo(workspace: Path) -> Iterator[Repo]:
+    """The repository whose work tree is ``workspace`` (closed on exit)."""
+    import git
+
+    try:
+        repo = git.Repo(workspace, search_parent_directories=True)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        raise GitError(f"{workspace}: not a git repository; run `git init` there") from None
+    with repo:
+        yield repo
+
+
+def is_repo(workspace: Path) -> bool:
+    """True when git is installed and ``workspace`` lies inside a work tree."""
+    if git_executable() is None:
+        return False
+    import git
+
+    try:
+        with git.Repo(workspace, search_parent_directories=True) as repo:
+            return not repo.bare
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        return False
+
+
+def preflight(workspace: Path) -> str | None:
+    """Check git is usable. Returns None when it is, or a warning when git is unavailable
+    (missing executable, not a repository): the run then goes on without persistence.
+
+    Raises :class:`GitError` for repository states we must not commit into.
+    """
+    if git_executable() is None:
+        return "git is not installed (not on PATH); progress will not be committed"
+    if not is_repo(workspace):
+        return (
+            f"{workspace} is not a git repository; progress will not be committed "
+            "(run `git init` there to keep history)"
+        )
+    with open_repo(workspace) as repo:
+        git_dir = Path(repo.git_dir)
+        if (git_dir / "rebase-merge").exists() or (git_dir / "rebase-apply").exists():
+            raise GitError(
+                f"{repo.working_tree_dir}: a rebase is in progress; finish it with "
+                "`git rebase --continue` or abandon it with `git rebase --abort`, then re-run"
+            )
+        if (git_dir / "MERGE_HEAD").exists():
+            raise GitError(
+                f"{repo.working_tree_dir}: a merge is in progress; finish it with "
+                "`git commit` or abandon it with `git merge --abort`, then re-run"
+            )
+        if (git_dir / "CHERRY_PICK_HEAD").exists():
+            raise GitError(
+                f"{repo.working_tree_dir}: a cherry-pick is in progress; finish or abort it "
+                "(`git cherry-pick --abort`), then re-run"
+            )
+        if repo.head.is_detached:
+            raise GitError(
+                f"{repo.working_tree_dir}: HEAD is detached; check out a branch "
+                "(`git switch <branch>` or `git switch -c curriculum`), then re-run"
+            )
+    return None
+
+
+def _git_processes_running() -> bool:
+    """Is any git process of ours running? (Conservative: any process named git.)"""
+    uid = os.getuid()
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            comm = Path(entry.path, "comm").read_text().strip()
+            owner = entry.stat().st_uid
+        except OSError:
+            continue
+        if owner == uid and (comm == "git" or comm.startswith("git-")):
+            return True
+    return False
+
+
+def remove_stale_index_locks(workspace: Path) -> list[Path]:
+    """Remove ``index.lock`` files left by a killed git.
+
+    Call only while holding the workspace lock (so no other run of ours is committing);
+    nothing is removed while any git process runs, since it may own the lock.
+    """
+    if not is_repo(workspace) or _git_processes_running():
+        return []
+    with open_repo(workspace) as repo:
+        git_dir = Path(repo.git_dir)
+    removed: list[Path] = []
+    candidates = [git_dir / "index.lock", *git_dir.glob("next-index-*.lock")]
+    for lock in candidates:
+        with suppress(FileNotFoundError):
+            lock.unlink()
+            removed.append(lock)
+    return removed
+
+
+def _identity_env(repo: Repo) -> dict[str, str]:
+    """Author/committer fallback when the user has configured no identity."""
+    reader = repo.config_reader()
+    env: dict[str, str] = {}
+    try:
+        reader.get_value("user", "name")
+    except Exception:
+        env["GIT_AUTHOR_NAME"] = env["GIT_COMMITTER_NAME"] = FALLBACK_NAME
+    try:
+        reader.get_value("user", "email")
+    except Exception:
+        env["GIT_AUTHOR_EMAIL"] = env["GIT_COMMITTER_EMAIL"] = FALLBACK_EMAIL
+    return env
+
+
+def commit_paths(workspace: Path, paths: Sequence[Path | str], message: str) -> bool:
+    """Commit exactly ``paths`` (those that exist) with ``message``.
+
+    Returns False when nothing changed (no empty commits). Other staged or unstaged
+    changes in the repository stay exactly as they were. Raises :class:`GitError`.
+    """
+    import git
+
+    with open_repo(workspace) as repo:
+        root = Path(repo.working_tree_dir or workspace).resolve()
+        rel: list[str] = []
+        for p in paths:
+            full = (Path(workspace) / p).resolve()
+            if full.exists():
+                rel.append(str(full.relative_to(root)))
+        if not rel:
+            return False
+        env = _identity_env(repo)
+        try:
+            # -f: these are files the orchestrator owns and names explicitly, even if a
+            # user's ignore pattern (e.g. *.log) would match them.
+            repo.git.add("-f", "--", *rel)
+            has_head = repo.head.is_valid()
+            if has_head:
+                status = repo.git.diff(
+                    "--cached",
+                    "--quiet",
+                    "HEAD",
+                    "--",
+                    *rel,
+                    with_exceptions=False,
+                    with_extended_output=True,
+                )[0]
+                if status == 0:
+                    return False
+            repo.git.commit("--no-verify", "-m", message, "--", *rel, env=env)
+        except git.GitCommandError as exc:
+            detail = (exc.stderr or exc.stdout or "").strip().splitlines()
+            raise GitError(
+                f"{root}: git commit of {', '.join(rel)} failed: {detail[-1] if detail else exc}"
+            ) from None
+    return True
+
+
+def push(workspace: Path, timeout: float = 30.0) -> tuple[bool, str]:
+    """Push the current branch if a remote exists. Never raises; never blocks longer
+    than ``timeout`` seconds. Returns (ok, message); no remote counts as ok."""
+    try:
+        with open_repo(workspace) as repo:
+            if not repo.remotes:
+                return True, "no remote configured; nothing to push"
+            if repo.head.is_detached:
+                return False, "HEAD is detached; not pushing"
+            branch = repo.active_branch
+            tracking = branch.tracking_branch()
+            if tracking is not None:
+                argv = ["git", "push", tracking.remote_name, f"HEAD:{tracking.remote_head}"]
+            else:
+                names = [r.name for r in repo.remotes]
+                remote = "origin" if "origin" in names else names[0]
+                argv = ["git", "push", remote, f"HEAD:refs/heads/{branch.name}"]
+            cwd = repo.working_tree_dir
+    except Exception as exc:
+        return False, f"cannot prepare push: {exc}"
+    env = dict(os.environ)
+    env["GIT_TERMINAL_PROMPT"] = "0"  # never wait for a password
+    try:
+        proc = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env=env,
+            # A new session has no controlling terminal (ssh cannot prompt) and lets a
+            # timeout kill ssh helpers too.
+            start_new_session=True,
+        )
+    except OSError as exc:
+        return False, f"cannot run git push: {exc}"
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        with suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        return False, f"git push timed out after {timeout:g}s"
+    text = out.decode("utf-8", "replace").strip()
+    if proc.returncode != 0:
+        last = text.splitlines()[-1] if text else f"exit {proc.returncode}"
+        return False, f"git push failed: {last}"
+    return True, "pushed"

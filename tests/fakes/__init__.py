@@ -1,0 +1,1 @@
+"""Fake trainer and evaluator honouring the training/evaluation command contracts."""

@@ -1,0 +1,64 @@
+"""A fake evaluation command honouring the evaluation contract, with scripted outcomes.
+
+Usage: ``fake_evaluator.py CANDIDATE REFERENCE --episodes N`` in the workspace. Appends
+one record ``{wins_a, wins_b, draws, episodes, candidate, reference}`` to
+``eval_history.json``. Outcomes come from the JSON file named by ``FAKE_EVAL_SCRIPT``: an
+object mapping a candidate bot's stem (experiment name) or ``"*"`` to ``"pass"``,
+``"fail"``, ``"boundary"`` (a gap of exactly the 0.15 margin: a fail), ``"error"``
+(exit 4 without a record) or explicit ``[wins_a, wins_b, draws]``. ``"sleep"`` (seconds)
+delays the evaluation. Each run appends to ``fake_evals.jsonl``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+
+def main() -> int:
+    candidate, reference = sys.argv[1], sys.argv[2]
+    episodes = int(sys.argv[sys.argv.index("--episodes") + 1])
+    script: dict[str, object] = {}
+    if os.environ.get("FAKE_EVAL_SCRIPT"):
+        script = json.loads(Path(os.environ["FAKE_EVAL_SCRIPT"]).read_text())
+    stem = Path(candidate).stem
+    outcome = script.get(stem, script.get("*", "pass"))
+    time.sleep(float(script.get("sleep", 0)))  # type: ignore[arg-type]
+    with open("fake_evals.jsonl", "a") as fh:
+        fh.write(json.dumps({"candidate": candidate, "reference": reference}) + "\n")
+    if outcome == "error":
+        print("fake evaluator: crashed", file=sys.stderr)
+        return 4
+    if outcome == "pass":
+        wins_a, wins_b = episodes // 2, episodes // 2 - episodes // 10
+    elif outcome == "fail":
+        wins_a, wins_b = episodes // 10, episodes // 2
+    elif outcome == "boundary":
+        # reference - candidate == 0.15 exactly: the margin rule fails it
+        wins_a, wins_b = episodes * 30 // 100, episodes * 45 // 100
+    else:
+        wins_a, wins_b, _ = outcome  # type: ignore[misc]
+    draws = episodes - wins_a - wins_b
+    path = Path("eval_history.json")
+    records = json.loads(path.read_text()) if path.exists() else []
+    records.append(
+        {
+            "wins_a": wins_a,
+            "wins_b": wins_b,
+            "draws": draws,
+            "episodes": episodes,
+            "candidate": candidate,
+            "reference": reference,
+        }
+    )
+    tmp = path.with_name(".eval_history.json.tmp-fake")
+    tmp.write_text(json.dumps(records, indent=2) + "\n")
+    os.replace(tmp, path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,102 @@
+"""A fake training command honouring the trainer contract, with scripted behaviour.
+
+Usage (the contract): ``fake_trainer.py EXPERIMENT --timesteps N --n-parallel N
+--speedup N [flags...] [--resume CHECKPOINT]``, run in the workspace.
+
+Behaviour comes from the JSON file named by ``FAKE_TRAINER_SCRIPT`` (if set): an object
+mapping experiment names (or ``"*"``) to settings:
+``mode``: ``ok`` (default) | ``fail`` (exit 3 after some output) | ``hang`` (never ends) |
+``no_artifacts`` (exit 0 without final.zip/bot) | ``corrupt_bot`` (bot is not JSON) |
+``fail_once`` (fail the first run of this experiment, succeed afterwards);
+``steps`` (progress updates, default 4); ``step_seconds`` (default 0.05).
+
+Every run appends ``{"event": "start"|"done", "experiment", "resume", "argv", "pid"}`` to
+``fake_runs.jsonl`` in the workspace so tests can count trainings. A ``trap`` of SIGTERM
+is honoured: the process exits promptly (like a real trainer).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+
+def record(event: str, **fields: object) -> None:
+    with open("fake_runs.jsonl", "a") as fh:
+        fh.write(json.dumps({"event": event, "pid": os.getpid(), **fields}) + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def option(argv: list[str], name: str) -> str | None:
+    if name in argv:
+        return argv[argv.index(name) + 1]
+    return None
+
+
+def main() -> int:
+    argv = sys.argv[1:]
+    exp = argv[0]
+    total = int(option(argv, "--timesteps") or 1000)
+    resume = option(argv, "--resume")
+    script: dict[str, dict[str, object]] = {}
+    if os.environ.get("FAKE_TRAINER_SCRIPT"):
+        script = json.loads(Path(os.environ["FAKE_TRAINER_SCRIPT"]).read_text())
+    cfg = {**script.get("*", {}), **script.get(exp, {})}
+    mode = str(cfg.get("mode", "ok"))
+    steps = int(cfg.get("steps", 4))  # type: ignore[call-overload]
+    step_seconds = float(cfg.get("step_seconds", 0.05))  # type: ignore[arg-type]
+    runs_before = 0
+    if Path("fake_runs.jsonl").exists():
+        for line in Path("fake_runs.jsonl").read_text().splitlines():
+            entry = json.loads(line)
+            if entry["event"] == "start" and entry["experiment"] == exp:
+                runs_before += 1
+    if mode == "fail_once":
+        mode = "fail" if runs_before == 0 else "ok"
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    record("start", experiment=exp, resume=resume, argv=argv)
+    print(f"fake trainer: {exp} resume={resume} total={total}", flush=True)
+    ckpt = Path("checkpoints") / exp
+    ckpt.mkdir(parents=True, exist_ok=True)
+    start_step = 0
+    if resume and Path(resume).name.startswith("step_") and Path(resume).parent == ckpt:
+        start_step = int(Path(resume).stem.split("_")[1])
+    i = 0
+    while True:
+        i += 1
+        done = start_step + i * max(1, total // steps)
+        time.sleep(step_seconds)
+        print(
+            "@progress "
+            + json.dumps(
+                {"timesteps": min(done, total), "total": total, "fps": 1000.0, "reward": 0.1 * i}
+            ),
+            flush=True,
+        )
+        (ckpt / f"step_{min(done, total)}.zip").write_bytes(b"PK fake checkpoint")
+        if mode == "fail" and i >= 2:
+            print("fake trainer: simulated crash: CUDA out of memory", flush=True)
+            return 3
+        if mode != "hang" and done >= total:
+            break
+    if mode == "no_artifacts":
+        print("fake trainer: finished without artefacts", flush=True)
+        return 0
+    (ckpt / "final.zip").write_bytes(b"PK fake final")
+    bot = Path("bots") / f"{exp}.json"
+    bot.parent.mkdir(exist_ok=True)
+    if mode == "corrupt_bot":
+        bot.write_text("{not json")
+    else:
+        bot.write_text(json.dumps({"kind": "fake", "experiment": exp, "timesteps": total}) + "\n")
+    record("done", experiment=exp, resume=resume)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,144 @@
+"""Git persistence: only our paths, no empty commits, push failures are warnings."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from cosmic_curriculum import vcs
+from cosmic_curriculum.errors import GitError
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True
+    ).stdout.strip()
+
+
+def make_repo(path: Path, commit: bool = True) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    git(path, "init", "-q", "-b", "main")
+    git(path, "config", "user.name", "Test")
+    git(path, "config", "user.email", "test@example.com")
+    if commit:
+        (path / "README").write_text("hi\n")
+        git(path, "add", "README")
+        git(path, "commit", "-q", "-m", "init")
+    return path
+
+
+def test_commit_paths_on_repo_without_commits(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "r", commit=False)
+    (repo / "state.json").write_text("{}\n")
+    assert vcs.commit_paths(repo, ["state.json"], "chore: first")
+    assert git(repo, "log", "--format=%s") == "chore: first"
+    assert not vcs.commit_paths(repo, ["state.json"], "chore: again")  # nothing changed
+
+
+def test_user_staged_and_unstaged_work_is_untouched(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "r")
+    (repo / "user.py").write_text("staged\n")
+    git(repo, "add", "user.py")
+    (repo / "README").write_text("unstaged edit\n")
+    (repo / "notes.txt").write_text("untracked\n")
+    before = git(repo, "status", "--porcelain")
+    diff_cached = git(repo, "diff", "--cached")
+    (repo / "logs").mkdir()
+    (repo / "logs" / "a.log").write_text("log\n")
+    (repo / "state.json").write_text('{"a": 1}\n')
+    assert vcs.commit_paths(repo, ["state.json", "logs/a.log", "missing.json"], "chore: ours")
+    files = git(repo, "show", "--name-only", "--format=", "HEAD").splitlines()
+    assert sorted(files) == ["logs/a.log", "state.json"]
+    after = git(repo, "status", "--porcelain")
+    assert after == before  # user's staged/unstaged/untracked exactly as they were
+    assert git(repo, "diff", "--cached") == diff_cached
+    assert (repo / "README").read_text() == "unstaged edit\n"
+
+
+def test_no_empty_commit_and_ignored_paths_still_committed(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "r")
+    (repo / ".gitignore").write_text("*.log\n")
+    (repo / "a.log").write_text("x\n")
+    assert vcs.commit_paths(repo, ["a.log"], "chore: log")
+    head = git(repo, "rev-parse", "HEAD")
+    assert not vcs.commit_paths(repo, ["a.log"], "chore: log again")
+    assert git(repo, "rev-parse", "HEAD") == head
+
+
+def test_commit_without_identity_uses_fallback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))  # no global identity
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    repo = tmp_path / "r"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    (repo / "s.json").write_text("{}\n")
+    assert vcs.commit_paths(repo, ["s.json"], "chore: x")
+    assert git(repo, "log", "--format=%an") == vcs.FALLBACK_NAME
+
+
+def test_preflight_not_a_repo_warns(tmp_path: Path) -> None:
+    warning = vcs.preflight(tmp_path)
+    assert warning is not None and "not a git repository" in warning
+
+
+def test_preflight_detached_head_and_rebase(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "r")
+    assert vcs.preflight(repo) is None
+    git(repo, "checkout", "-q", "--detach")
+    with pytest.raises(GitError, match="detached"):
+        vcs.preflight(repo)
+    git(repo, "checkout", "-q", "main")
+    (Path(git(repo, "rev-parse", "--absolute-git-dir")) / "rebase-merge").mkdir()
+    with pytest.raises(GitError, match="rebase --abort"):
+        vcs.preflight(repo)
+
+
+def test_preflight_git_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    warning = vcs.preflight(tmp_path)
+    assert warning is not None and "not installed" in warning
+
+
+def test_stale_index_lock_removed(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "r")
+    lock = repo / ".git" / "index.lock"
+    lock.write_text("")
+    (repo / "s.json").write_text("{}\n")
+    with pytest.raises(GitError, match=r"index\.lock"):
+        vcs.commit_paths(repo, ["s.json"], "x")
+    assert vcs.remove_stale_index_locks(repo) == [lock]
+    assert vcs.commit_paths(repo, ["s.json"], "x")
+
+
+def test_push_no_remote_ok_and_to_bare(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "r")
+    assert vcs.push(repo) == (True, "no remote configured; nothing to push")
+    bare = tmp_path / "bare.git"
+    git(tmp_path, "init", "-q", "--bare", str(bare))
+    git(repo, "remote", "add", "origin", str(bare))
+    ok, message = vcs.push(repo)
+    assert ok, message
+    assert git(bare, "rev-parse", "main") == git(repo, "rev-parse", "HEAD")
+
+
+def test_push_unreachable_remote_is_a_warning(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "r")
+    git(repo, "remote", "add", "origin", str(tmp_path / "gone.git"))
+    ok, message = vcs.push(repo, timeout=10)
+    assert not ok and "git push failed" in message
+
+
+def test_push_timeout(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "r")
+    # A remote helper that hangs: ext:: is disabled by default, so use a fake ssh.
+    fake_ssh = tmp_path / "hang-ssh"
+    fake_ssh.write_text("#!/bin/sh\nsleep 30\n")
+    fake_ssh.chmod(0o755)
+    git(repo, "remote", "add", "origin", "ssh://example.invalid/repo.git")
+    git(repo, "config", "core.sshCommand", str(fake_ssh))
+    ok, message = vcs.push(repo, timeout=1.0)
+    assert not ok and "timed out" in message
