@@ -37,12 +37,12 @@ import hashlib
 import json
 import re
 import tomllib
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from cosmic_curriculum import DATA_DIR
 from cosmic_curriculum.errors import ConfigError
 from cosmic_curriculum.gate import GateSettings
 
@@ -190,7 +190,7 @@ def preset_path(name: str) -> Path:
     """The packaged `stages.toml` of a preset (``default`` or ``quick``)."""
     if name not in PRESETS:
         raise ConfigError(f"--preset {name!r} is unknown; choose one of: {', '.join(PRESETS)}")
-    return Path(str(resources.files("cosmic_curriculum") / "data" / "presets" / f"{name}.toml"))
+    return DATA_DIR / "presets" / f"{name}.toml"
 
 
 def load_config(path: Path) -> CurriculumConfig:
