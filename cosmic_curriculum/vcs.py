@@ -149,6 +149,22 @@ def _identity_env(repo: Repo) -> dict[str, str]:
     return env
 
 
+def _git_reason(exc: Exception) -> str:
+    """The meaningful line of a failed git command's output."""
+    text = str(getattr(exc, "stderr", "") or getattr(exc, "stdout", "") or exc)
+    lines = [ln.strip(" '\"") for ln in text.splitlines() if ln.strip(" '\"")]
+    for line in lines:
+        if "index.lock" in line:
+            return (
+                f"{line} (another git is running, or a killed git left the lock; "
+                "remove it if no git process runs)"
+            )
+    for line in lines:
+        if line.startswith(("fatal:", "error:", "stderr: 'fatal:", "stderr: 'error:")):
+            return line.removeprefix("stderr: '")
+    return lines[-1] if lines else "unknown error"
+
+
 def commit_paths(workspace: Path, paths: Sequence[Path | str], message: str) -> bool:
     """Commit exactly ``paths`` (those that exist) with ``message``.
 
@@ -186,9 +202,8 @@ def commit_paths(workspace: Path, paths: Sequence[Path | str], message: str) -> 
                     return False
             repo.git.commit("--no-verify", "-m", message, "--", *rel, env=env)
         except git.GitCommandError as exc:
-            detail = (exc.stderr or exc.stdout or "").strip().splitlines()
             raise GitError(
-                f"{root}: git commit of {', '.join(rel)} failed: {detail[-1] if detail else exc}"
+                f"{root}: git commit of {', '.join(rel)} failed: {_git_reason(exc)}"
             ) from None
     return True
 
