@@ -1,0 +1,23 @@
+"""The Cosmic Clash arena: a 1-v-1 zero-gravity space-football game, batched in numpy.
+
+Modules: ``settings`` (GameSettings), ``rules`` (state, physics step, kickoffs),
+``observations`` (ego-centric mirrored observations), ``match`` (batched paired games
+between two bots), ``vec_env`` (the stable-baselines3 VecEnv; imports SB3 lazily) and
+``gym_env`` (a single-game gymnasium.Env of the same rules).
+"""
+
+from cosmic_curriculum.arena.observations import OBS_SIZE, observe
+from cosmic_curriculum.arena.rules import ACT_SIZE, ArenaState, Events, new_state, reset_games, step
+from cosmic_curriculum.arena.settings import GameSettings
+
+__all__ = [
+    "ACT_SIZE",
+    "OBS_SIZE",
+    "ArenaState",
+    "Events",
+    "GameSettings",
+    "new_state",
+    "observe",
+    "reset_games",
+    "step",
+]

@@ -1,0 +1,375 @@
+"""The rules of Cosmic Clash: batched rigid-body-lite physics in pure numpy.
+
+Every array has a leading batch axis ``n`` (one entry per game); ships have a second axis
+of size 2 (index 0 = blue, 1 = orange). One call of :func:`step` advances every game by
+one physics tick; there is no Python loop over games anywhere.
+
+World frame: x along the arena (blue attacks +x, orange attacks -x), y across, z up.
+Ship body frame: forward ``f``, left ``l = u x f``, up ``u`` (right-handed, x-y-z).
+
+Actions, each in [-1, 1] and in the ship's own frame (``ACT_SIZE = 6``):
+
+====  ========  ===========================================================
+idx   name      effect
+====  ========  ===========================================================
+0     thrust    forward acceleration ``ship_thrust`` (reverse: x ``ship_reverse_factor``)
+1     strafe    acceleration toward the ship's left (``ship_strafe``)
+2     lift      acceleration toward the ship's up (``ship_strafe``; 0 when planar)
+3     yaw       turn rate about up, positive turns left (``yaw_rate`` rad/s)
+4     pitch     turn rate about left, positive raises the nose (0 when level)
+5     roll      turn rate about forward, positive raises the left wing (0 when level)
+====  ========  ===========================================================
+
+Per tick: turn (exact rotations, re-orthonormalised), accelerate, drag (exponential
+decay), cap speed, move; then ship-ship and ship-orb sphere collisions (impulses with
+restitution, computed from the same pre-collision velocities for both ships so the rules
+are exactly symmetric between sides), wall bounces with restitution, and goal detection:
+the orb scores when its centre crosses an end wall's plane inside the goal mouth
+(``|y| < goal_half_width`` and ``|z| < goal_half_height``); outside the mouth the end wall
+bounces it back as soon as its surface touches. Ships cannot enter goal mouths.
+
+``allow_vertical = False`` keeps every position and velocity at z = 0 (lift and any
+vertical component of thrust are dropped); ``allow_pitch_roll = False`` ignores pitch and
+roll so ships stay level (yaw only).
+
+:func:`step` updates the state in place (speed matters at thousands of games) and returns
+it; use :meth:`ArenaState.copy` when the previous state is needed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from cosmic_curriculum.arena.settings import GameSettings
+
+ACT_SIZE = 6
+F64 = NDArray[np.float64]
+BoolArr = NDArray[np.bool_]
+
+
+@dataclass
+class ArenaState:
+    """All games' state; every field has the batch axis first."""
+
+    ship_pos: F64  # (n, 2, 3)
+    ship_vel: F64  # (n, 2, 3)
+    ship_fwd: F64  # (n, 2, 3) unit forward vector
+    ship_up: F64  # (n, 2, 3) unit up vector, orthogonal to forward
+    orb_pos: F64  # (n, 3)
+    orb_vel: F64  # (n, 3)
+    ticks: NDArray[np.int64]  # (n,) physics ticks since kickoff
+
+    @property
+    def n(self) -> int:
+        return int(self.ticks.shape[0])
+
+    def copy(self) -> ArenaState:
+        return ArenaState(**{f.name: getattr(self, f.name).copy() for f in fields(self)})
+
+    def take(self, index: Any) -> ArenaState:
+        """A new state holding only the games selected by ``index`` (mask or indices)."""
+        return ArenaState(**{f.name: getattr(self, f.name)[index].copy() for f in fields(self)})
+
+    def put(self, index: Any, other: ArenaState) -> None:
+        """Overwrite the games selected by ``index`` with ``other``'s games (in order)."""
+        for f in fields(self):
+            getattr(self, f.name)[index] = getattr(other, f.name)
+
+    def ship_left(self) -> F64:
+        return cross(self.ship_up, self.ship_fwd)
+
+
+@dataclass
+class Events:
+    """What happened during one tick, per game. ``blue_goal``: blue scored (the orb entered
+    orange's goal at +x); ``orange_goal``: orange scored; ``timeout``: the time limit ended
+    the game as a draw; ``done`` is their union."""
+
+    blue_goal: BoolArr
+    orange_goal: BoolArr
+    timeout: BoolArr
+    done: BoolArr
+
+
+def cross(a: F64, b: F64) -> F64:
+    """Cross product over the last axis (faster than np.cross for small vectors)."""
+    a0, a1, a2 = a[..., 0], a[..., 1], a[..., 2]
+    b0, b1, b2 = b[..., 0], b[..., 1], b[..., 2]
+    return np.stack((a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0), axis=-1)
+
+
+def dot(a: F64, b: F64) -> F64:
+    """Dot product over the last axis (size 3)."""
+    return np.asarray(
+        a[..., 0] * b[..., 0] + a[..., 1] * b[..., 1] + a[..., 2] * b[..., 2], dtype=np.float64
+    )
+
+
+def norm(a: F64) -> F64:
+    return np.sqrt(dot(a, a))
+
+
+# --------------------------------------------------------------------------------------
+# kickoff
+# --------------------------------------------------------------------------------------
+
+
+def kickoff_jitter(n: int, settings: GameSettings, rng: np.random.Generator) -> F64:
+    """Random kickoff offsets ``(n, 3, 3)``: rows are blue ship, orange ship, orb; columns
+    x, y, z. Drawn once per game so a caller can replay the same kickoff twice (paired
+    evaluation). z offsets are zero in planar play."""
+    j = settings.kickoff_jitter
+    out = rng.uniform(-j, j, size=(n, 3, 3))
+    out[:, 2, :] *= 0.5  # the orb moves less than the ships
+    if not settings.allow_vertical:
+        out[:, :, 2] = 0.0
+    return out
+
+
+def kickoff_state(jitter: F64, settings: GameSettings) -> ArenaState:
+    """The kickoff state of ``len(jitter)`` games: ships level, blue at -x facing +x,
+    orange at +x facing -x, the orb near the centre, everything at rest."""
+    n = jitter.shape[0]
+    kick_x = settings.kickoff_distance * settings.arena_half_length
+    ship_pos = np.zeros((n, 2, 3))
+    ship_pos[:, 0, 0] = -kick_x
+    ship_pos[:, 1, 0] = kick_x
+    ship_pos += jitter[:, 0:2, :]
+    ship_fwd = np.zeros((n, 2, 3))
+    ship_fwd[:, 0, 0] = 1.0
+    ship_fwd[:, 1, 0] = -1.0
+    ship_up = np.zeros((n, 2, 3))
+    ship_up[:, :, 2] = 1.0
+    return ArenaState(
+        ship_pos=ship_pos,
+        ship_vel=np.zeros((n, 2, 3)),
+        ship_fwd=ship_fwd,
+        ship_up=ship_up,
+        orb_pos=jitter[:, 2, :].copy(),
+        orb_vel=np.zeros((n, 3)),
+        ticks=np.zeros(n, dtype=np.int64),
+    )
+
+
+def new_state(
+    n: int, settings: GameSettings, rng: np.random.Generator, jitter: F64 | None = None
+) -> ArenaState:
+    """``n`` games at kickoff; ``jitter`` (from :func:`kickoff_jitter`) fixes the kickoffs."""
+    if jitter is None:
+        jitter = kickoff_jitter(n, settings, rng)
+    if jitter.shape != (n, 3, 3):
+        raise ValueError(f"jitter must have shape ({n}, 3, 3), got {jitter.shape}")
+    return kickoff_state(jitter, settings)
+
+
+def reset_games(
+    state: ArenaState, mask: BoolArr, settings: GameSettings, rng: np.random.Generator
+) -> None:
+    """Put the games selected by ``mask`` back to a fresh (jittered) kickoff, in place."""
+    idx = np.flatnonzero(mask)
+    if idx.size == 0:
+        return
+    state.put(idx, kickoff_state(kickoff_jitter(idx.size, settings, rng), settings))
+
+
+# --------------------------------------------------------------------------------------
+# one physics tick
+# --------------------------------------------------------------------------------------
+
+
+class _Consts:
+    """Per-settings constants, cached so the hot path does no attribute lookups or exps."""
+
+    def __init__(self, s: GameSettings) -> None:
+        dt = s.tick
+        self.dt = dt
+        self.ship_decay = float(np.exp(-s.ship_drag * dt))
+        self.orb_decay = float(np.exp(-s.orb_drag * dt))
+        self.ship_lim = np.array(
+            [
+                s.arena_half_length - s.ship_radius,
+                s.arena_half_width - s.ship_radius,
+                s.arena_half_height - s.ship_radius if s.allow_vertical else 0.0,
+            ]
+        )
+        self.orb_lim = np.array(
+            [
+                s.arena_half_length - s.orb_radius,
+                s.arena_half_width - s.orb_radius,
+                s.arena_half_height - s.orb_radius if s.allow_vertical else 0.0,
+            ]
+        )
+        inv_s, inv_o = 1.0 / s.ship_mass, 1.0 / s.orb_mass
+        # impulse magnitude per unit approach speed, and how overlap is split
+        self.so_impulse = (1.0 + s.orb_restitution) / (inv_s + inv_o)
+        self.inv_ship, self.inv_orb = inv_s, inv_o
+        self.orb_share = inv_o / (inv_s + inv_o)
+        self.ss_factor = 0.5 * (1.0 + s.ship_restitution)
+        self.so_dist = s.ship_radius + s.orb_radius
+        self.ss_dist = 2.0 * s.ship_radius
+
+
+_CONSTS: dict[GameSettings, _Consts] = {}
+
+
+def _consts(settings: GameSettings) -> _Consts:
+    c = _CONSTS.get(settings)
+    if c is None:
+        if len(_CONSTS) > 64:
+            _CONSTS.clear()
+        c = _CONSTS[settings] = _Consts(settings)
+    return c
+
+
+def _turn(state: ArenaState, act: F64, s: GameSettings, dt: float) -> None:
+    f, u = state.ship_fwd, state.ship_up
+    left = cross(u, f)
+    yaw = (act[..., 3] * (s.yaw_rate * dt))[..., None]
+    cy, sy = np.cos(yaw), np.sin(yaw)
+    f_new = f * cy + left * sy
+    if s.allow_pitch_roll:
+        left = left * cy - f * sy
+        pitch = (act[..., 4] * (s.pitch_rate * dt))[..., None]
+        cp, sp = np.cos(pitch), np.sin(pitch)
+        f_new, u = f_new * cp + u * sp, u * cp - f_new * sp
+        roll = (act[..., 5] * (s.roll_rate * dt))[..., None]
+        cr, sr = np.cos(roll), np.sin(roll)
+        u = u * cr - left * sr
+        # re-orthonormalise (rounding drift over thousands of ticks)
+        f_new /= norm(f_new)[..., None]
+        u = u - dot(u, f_new)[..., None] * f_new
+        u /= norm(u)[..., None]
+        state.ship_up[...] = u
+    else:
+        f_new /= norm(f_new)[..., None]
+    state.ship_fwd[...] = f_new
+
+
+def step(
+    state: ArenaState, actions: NDArray[Any], settings: GameSettings, rng: np.random.Generator
+) -> tuple[ArenaState, Events]:
+    """Advance every game by one physics tick; ``actions`` is ``(n, 2, 6)`` (blue, orange)
+    in each ship's own frame, clipped to [-1, 1]. The physics is deterministic; ``rng`` is
+    accepted for future stochastic rules and left untouched. Updates ``state`` in place."""
+    del rng
+    s = settings
+    c = _consts(s)
+    dt = c.dt
+    act = np.clip(np.asarray(actions, dtype=np.float64), -1.0, 1.0)
+
+    # --- turning and thrust ------------------------------------------------------------
+    _turn(state, act, s, dt)
+    f, u = state.ship_fwd, state.ship_up
+    thrust = act[..., 0]
+    thrust = np.where(
+        thrust > 0.0, thrust * s.ship_thrust, thrust * (s.ship_thrust * s.ship_reverse_factor)
+    )
+    acc = f * thrust[..., None] + cross(u, f) * (act[..., 1] * s.ship_strafe)[..., None]
+    if s.allow_vertical:
+        acc += u * (act[..., 2] * s.ship_strafe)[..., None]
+    else:
+        acc[..., 2] = 0.0
+    vel = state.ship_vel
+    vel += acc * dt
+    vel *= c.ship_decay
+    speed = norm(vel)
+    over = speed > s.ship_max_speed
+    if over.any():
+        vel *= np.where(over, s.ship_max_speed / np.maximum(speed, 1e-12), 1.0)[..., None]
+    pos = state.ship_pos
+    pos += vel * dt
+
+    orb_v = state.orb_vel
+    orb_v *= c.orb_decay
+    orb_p = state.orb_pos
+    orb_p += orb_v * dt
+
+    # --- ship-ship ----------------------------------------------------------------------
+    d = pos[:, 1] - pos[:, 0]
+    dist = norm(d)
+    hit = dist < c.ss_dist
+    if hit.any():
+        nrm = d / np.maximum(dist, 1e-9)[:, None]
+        nrm[dist < 1e-9] = (1.0, 0.0, 0.0)
+        vn = dot(vel[:, 1] - vel[:, 0], nrm)
+        approach = hit & (vn < 0.0)
+        dv = np.where(approach, -c.ss_factor * vn, 0.0)[:, None] * nrm
+        push = np.where(hit, 0.5 * (c.ss_dist - dist), 0.0)[:, None] * nrm
+        vel[:, 0] -= dv
+        vel[:, 1] += dv
+        pos[:, 0] -= push
+        pos[:, 1] += push
+
+    # --- ship-orb (both ships from the same pre-collision velocities) -------------------
+    d = orb_p[:, None, :] - pos  # (n, 2, 3)
+    dist = norm(d)
+    hit = dist < c.so_dist
+    if hit.any():
+        nrm = d / np.maximum(dist, 1e-9)[..., None]
+        nrm[dist < 1e-9] = (1.0, 0.0, 0.0)
+        vn = dot(orb_v[:, None, :] - vel, nrm)  # (n, 2), < 0 when closing
+        j = np.where(hit & (vn < 0.0), -c.so_impulse * vn, 0.0)[..., None] * nrm
+        overlap = np.where(hit, c.so_dist - dist, 0.0)[..., None] * nrm
+        orb_v += (j * c.inv_orb).sum(axis=1)
+        vel -= j * c.inv_ship
+        orb_p += (overlap * c.orb_share).sum(axis=1)
+        pos -= overlap * (1.0 - c.orb_share)
+
+    # --- walls --------------------------------------------------------------------------
+    lim = c.ship_lim
+    hi = pos > lim
+    lo = pos < -lim
+    if hi.any() or lo.any():
+        np.clip(pos, -lim, lim, out=pos)
+        bounce = (hi & (vel > 0.0)) | (lo & (vel < 0.0))
+        vel[bounce] *= -s.wall_restitution
+
+    olim = c.orb_lim
+    in_mouth = np.abs(orb_p[:, 1]) < s.goal_half_width
+    if s.allow_vertical:
+        in_mouth &= np.abs(orb_p[:, 2]) < s.goal_half_height
+    hi = orb_p > olim
+    lo = orb_p < -olim
+    hi[:, 0] &= ~in_mouth
+    lo[:, 0] &= ~in_mouth
+    if hi.any() or lo.any():
+        orb_p[...] = np.where(hi, olim, np.where(lo, -olim, orb_p))
+        bounce = (hi & (orb_v > 0.0)) | (lo & (orb_v < 0.0))
+        orb_v[bounce] *= -s.wall_restitution
+    if not s.allow_vertical:
+        orb_p[:, 2] = 0.0
+        orb_v[:, 2] = 0.0
+        pos[..., 2] = 0.0
+        vel[..., 2] = 0.0
+
+    ospeed = norm(orb_v)
+    over = ospeed > s.orb_max_speed
+    if over.any():
+        orb_v *= np.where(over, s.orb_max_speed / np.maximum(ospeed, 1e-12), 1.0)[:, None]
+
+    # --- goals and time -----------------------------------------------------------------
+    blue_goal = in_mouth & (orb_p[:, 0] > s.arena_half_length)
+    orange_goal = in_mouth & (orb_p[:, 0] < -s.arena_half_length)
+    state.ticks += 1
+    scored = blue_goal | orange_goal
+    timeout = (state.ticks >= s.max_ticks) & ~scored
+    return state, Events(blue_goal, orange_goal, timeout, scored | timeout)
+
+
+def mirror_state(state: ArenaState) -> ArenaState:
+    """The state seen after rotating the world 180 degrees about z and swapping the two
+    ships' colours. Stepping the mirror with swapped actions gives the mirrored result."""
+    flip = np.array([-1.0, -1.0, 1.0])
+    return ArenaState(
+        ship_pos=(state.ship_pos * flip)[:, ::-1].copy(),
+        ship_vel=(state.ship_vel * flip)[:, ::-1].copy(),
+        ship_fwd=(state.ship_fwd * flip)[:, ::-1].copy(),
+        ship_up=(state.ship_up * flip)[:, ::-1].copy(),
+        orb_pos=state.orb_pos * flip,
+        orb_vel=state.orb_vel * flip,
+        ticks=state.ticks.copy(),
+    )
