@@ -1,0 +1,1 @@
+../cosmic_curriculum/data/run_training.sh
