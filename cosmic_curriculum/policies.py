@@ -24,11 +24,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from cosmic_curriculum import fsio
 from cosmic_curriculum.arena.observations import (
-    GOAL_REL,
     OBS_SIZE,
-    ORB_REL,
+    ORB_POS,
     OWN_FWD,
+    OWN_POS,
     OWN_UP,
+    OWN_VEL,
 )
 from cosmic_curriculum.arena.rules import ACT_SIZE
 from cosmic_curriculum.arena.settings import GameSettings, format_validation_error
@@ -174,22 +175,24 @@ class MlpBot:
 
 
 class ScriptedParams(BaseModel):
-    """Knobs of the scripted bot. Distances are in observation units (arena diagonals)."""
+    """Knobs of the scripted bot. Distances are in arena units (a ship is 2 units wide)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    reaction_delay: int = Field(2, ge=0, le=50, description="decisions of lag on what it sees")
-    aim_noise: float = Field(0.03, ge=0.0, le=1.0, description="std of the aim point offset")
+    reaction_delay: int = Field(2, ge=0, le=50, description="decisions of lag on the orb")
+    aim_noise: float = Field(1.0, ge=0.0, le=100.0, description="std of the aim offset")
     aim_hold: int = Field(6, ge=1, le=1000, description="mean decisions between aim redraws")
-    behind_distance: float = Field(0.07, ge=0.0, le=1.0, description="lines up this far back")
-    push_lateral: float = Field(0.03, ge=0.0, le=1.0, description="max offset to start pushing")
-    push_through: float = Field(0.05, ge=0.0, le=1.0, description="aims this far past the orb")
-    clearance: float = Field(0.06, ge=0.0, le=1.0, description="detour distance round the orb")
+    behind_distance: float = Field(3.5, ge=0.0, le=100.0, description="lines up this far back")
+    push_lateral: float = Field(1.5, ge=0.0, le=100.0, description="max offset to push")
+    push_through: float = Field(3.0, ge=0.0, le=100.0, description="aims this far past the orb")
+    clearance: float = Field(4.0, ge=0.0, le=100.0, description="detour distance round the orb")
+    wall_margin: float = Field(1.5, ge=0.0, le=100.0, description="keeps targets off walls")
     thrust_level: float = Field(0.7, ge=0.0, le=1.0, description="thrust when on course")
-    approach_radius: float = Field(0.06, gt=0.0, le=1.0, description="slows down inside this")
-    yaw_gain: float = Field(2.5, ge=0.0, le=100.0)
-    strafe_gain: float = Field(1.0, ge=0.0, le=100.0)
-    lift_gain: float = Field(2.0, ge=0.0, le=100.0)
+    approach_gain: float = Field(1.5, gt=0.0, le=100.0, description="wanted speed per unit")
+    velocity_scale: float = Field(3.0, gt=0.0, le=100.0, description="speed error for full")
+    yaw_gain: float = Field(2.0, ge=0.0, le=100.0)
+    strafe_gain: float = Field(0.5, ge=0.0, le=100.0)
+    lift_gain: float = Field(1.0, ge=0.0, le=100.0)
     level_gain: float = Field(2.0, ge=0.0, le=100.0)
 
 
@@ -200,9 +203,11 @@ ROOKIE_PARAMS = ScriptedParams()
 class ScriptedBot:
     """Drives to a point behind the orb on the line to the opponent's goal, then pushes.
 
-    Weaknesses on purpose: it sees the world ``reaction_delay`` decisions late, aims at a
-    noisy point, never defends and never uses full thrust. Stateful (the delay buffer and
-    the aim offsets): ``reset(mask)`` forgets the masked games.
+    It works in its attack frame, in arena units (the arena size comes from ``game``, the
+    settings in its bot file). Weaknesses on purpose: it sees the orb ``reaction_delay``
+    decisions late and does not lead it, aims at a noisy point, never defends and never
+    uses full thrust. Stateful (the delay buffer and the aim offsets): ``reset(mask)``
+    forgets the masked games.
     """
 
     kind = "scripted"
@@ -216,10 +221,13 @@ class ScriptedBot:
         self.params = params
         self.decision_ticks = _check_decision_ticks(decision_ticks)
         self.game = game
-        self._buf: F32 | None = None  # (delay + 1, n, OBS_SIZE) ring of past observations
+        g = game if game is not None else GameSettings()
+        self._half = np.array([g.arena_half_length, g.arena_half_width, g.arena_half_height])
+        self._max_speed = g.ship_max_speed
+        self._buf: NDArray[np.float64] | None = None  # (delay + 1, n, 3) past orb positions
         self._head = 0
         self._fresh = np.zeros(0, dtype=bool)
-        self._aim = np.zeros((0, 2))
+        self._aim = np.zeros((0, 3))
 
     def reset(self, mask: NDArray[np.bool_]) -> None:
         mask = np.asarray(mask, dtype=bool)
@@ -231,65 +239,79 @@ class ScriptedBot:
     def act(self, obs: F32, rng: np.random.Generator) -> F32:
         p = self.params
         n = obs.shape[0]
+        now = np.asarray(obs, dtype=np.float64)
+        orb_now = now[:, ORB_POS] * self._half
         depth = p.reaction_delay + 1
         if self._buf is None or self._buf.shape[1] != n:
-            self._buf = np.empty((depth, n, OBS_SIZE), dtype=np.float32)
+            self._buf = np.empty((depth, n, 3))
             self._head = 0
             self._fresh = np.ones(n, dtype=bool)
-            self._aim = np.zeros((n, 2))
+            self._aim = np.zeros((n, 3))
         fresh = self._fresh
         if fresh.any():
             # a new game: no history yet, so the past looks like the present
-            self._buf[:, fresh] = obs[fresh]
-            self._aim[fresh] = rng.normal(0.0, p.aim_noise, size=(int(fresh.sum()), 2))
+            self._buf[:, fresh] = orb_now[fresh]
+            self._aim[fresh] = rng.normal(0.0, p.aim_noise, size=(int(fresh.sum()), 3))
             fresh[:] = False
         redraw = np.less(rng.random(n), 1.0 / p.aim_hold)
         if redraw.any():
-            self._aim[redraw] = rng.normal(0.0, p.aim_noise, size=(int(redraw.sum()), 2))
-        self._buf[self._head] = obs
+            self._aim[redraw] = rng.normal(0.0, p.aim_noise, size=(int(redraw.sum()), 3))
+        self._buf[self._head] = orb_now
         self._head = (self._head + 1) % depth
-        seen = self._buf[self._head].astype(np.float64)  # written reaction_delay decisions ago
-        now = np.asarray(obs, dtype=np.float64)
-        # The orb is seen late but the ship knows its own pose: take the orb's offset from
-        # the (fixed) goal out of the old view and re-express it from the present pose.
-        orb_from_goal = _to_attack(seen, seen[:, ORB_REL] - seen[:, GOAL_REL])
-        goal = now[:, GOAL_REL]
-        orb = _to_body(now, orb_from_goal) + goal
-        return self._policy(now, orb, goal).astype(np.float32)
+        orb = self._buf[self._head]  # where the orb was reaction_delay decisions ago
+        return self._policy(now, orb).astype(np.float32)
 
-    def _policy(
-        self, now: NDArray[np.float64], orb: NDArray[np.float64], goal: NDArray[np.float64]
-    ) -> NDArray[np.float64]:
-        """Actions from the present pose, the (late) orb and the goal, both in body frame."""
+    def _policy(self, now: NDArray[np.float64], orb: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Actions from the present pose and the (late) orb, in attack-frame units."""
         p = self.params
+        half = self._half
+        ship = now[:, OWN_POS] * half
+        goal = np.array([half[0], 0.0, 0.0])
         to_goal = goal - orb
         to_goal /= np.maximum(np.linalg.norm(to_goal, axis=1, keepdims=True), 1e-9)
-        along = (orb * to_goal).sum(axis=1)  # > 0: the ship is on the far side from the goal
-        lateral = np.linalg.norm(orb - along[:, None] * to_goal, axis=1)
+        rel = orb - ship
+        along = (rel * to_goal).sum(axis=1)  # > 0: the ship is on the far side from the goal
+        lateral = np.linalg.norm(rel - along[:, None] * to_goal, axis=1)
         push = (along > 0.0) & (lateral < p.push_lateral)
         target = np.where(
             push[:, None],
             orb + to_goal * p.push_through,
             orb - to_goal * p.behind_distance,
         )
+        target += self._aim  # sloppy aim when lining up and shooting
         # on the goal side of the orb: swing round it instead of knocking it backwards
-        around = ~push & (along < p.behind_distance * 0.5)
+        around = ~push & (along < 0.5 * p.behind_distance)
         if around.any():
-            away = along[:, None] * to_goal - orb  # from the orb's line toward the ship
+            away = along[:, None] * to_goal - rel  # from the orb's line toward the ship
             size = np.linalg.norm(away, axis=1, keepdims=True)
             away = np.where(size > 1e-6, away / np.maximum(size, 1e-6), (0.0, 1.0, 0.0))
-            detour = orb + away * p.clearance - to_goal * (0.5 * p.behind_distance)
+            detour = orb + away * p.clearance - to_goal * p.behind_distance
             target = np.where(around[:, None], detour, target)
-        target[:, 1:] += self._aim
-        dist = np.maximum(np.linalg.norm(target, axis=1), 1e-9)
-        bearing = np.arctan2(target[:, 1], target[:, 0])
+        # a target beyond a wall pins the ship there: keep it inside, and push straight at
+        # the orb when that is as close as the ship can get
+        lim = np.maximum(half - p.wall_margin, 0.0)
+        clamped = np.clip(target, -lim, lim)
+        stuck = ~push & (np.abs(clamped - target).sum(axis=1) > 0.5)
+        stuck &= np.linalg.norm(clamped - ship, axis=1) < p.wall_margin + 1.0
+        target = np.where(stuck[:, None], orb + to_goal * p.push_through, clamped)
+        if self.game is not None and not self.game.allow_vertical:
+            target[:, 2] = 0.0
+        # steer toward the target; thrust, strafe and lift chase a desired velocity that
+        # slows down near the target (it brakes instead of orbiting), capped by thrust_level
+        to_target = target - ship
+        dist = np.maximum(np.linalg.norm(to_target, axis=1), 1e-9)
+        cruise = p.thrust_level * self._max_speed
+        speed = np.where(push | stuck, cruise, np.minimum(cruise, p.approach_gain * dist))
+        want = to_target * (speed / dist)[:, None]
+        vel = now[:, OWN_VEL] * self._max_speed
+        error = _to_body(now, want - vel) / p.velocity_scale
+        body = _to_body(now, to_target)
+        bearing = np.arctan2(body[:, 1], body[:, 0])
         act = np.zeros((now.shape[0], ACT_SIZE))
+        act[:, 0] = np.clip(error[:, 0], -1.0, p.thrust_level)
+        act[:, 1] = np.clip(p.strafe_gain * error[:, 1], -1.0, 1.0)
+        act[:, 2] = np.clip(p.lift_gain * error[:, 2], -1.0, 1.0)
         act[:, 3] = np.clip(p.yaw_gain * bearing, -1.0, 1.0)
-        on_course = np.clip(np.cos(bearing), 0.0, 1.0) ** 2
-        slow = np.where(push, 1.0, np.clip(dist / p.approach_radius, 0.3, 1.0))
-        act[:, 0] = p.thrust_level * on_course * slow
-        act[:, 1] = np.clip(p.strafe_gain * target[:, 1] / dist, -1.0, 1.0) * 0.5
-        act[:, 2] = np.clip(p.lift_gain * target[:, 2] / dist, -1.0, 1.0)
         # stay level: pitch the nose back to the horizon, roll the wings flat
         fwd, up = now[:, OWN_FWD], now[:, OWN_UP]
         left_z = up[:, 0] * fwd[:, 1] - up[:, 1] * fwd[:, 0]  # z of up x fwd
@@ -298,19 +320,13 @@ class ScriptedBot:
         return act
 
 
-def _axes(obs: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Body axes (forward, left, up) in the attack frame, as rows ``(n, 3, 3)``."""
+def _to_body(obs: NDArray[np.float64], vec: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Attack-frame vectors into the observer's body frame (forward, left, up)."""
     fwd, up = obs[:, OWN_FWD], obs[:, OWN_UP]
     left = np.cross(up, fwd)
-    return np.stack((fwd, left, up), axis=1)
-
-
-def _to_attack(obs: NDArray[np.float64], body: NDArray[np.float64]) -> NDArray[np.float64]:
-    return np.einsum("nij,ni->nj", _axes(obs), body)
-
-
-def _to_body(obs: NDArray[np.float64], vec: NDArray[np.float64]) -> NDArray[np.float64]:
-    return np.einsum("nij,nj->ni", _axes(obs), vec)
+    return np.stack(
+        ((vec * fwd).sum(axis=1), (vec * left).sum(axis=1), (vec * up).sum(axis=1)), axis=1
+    )
 
 
 # --------------------------------------------------------------------------------------

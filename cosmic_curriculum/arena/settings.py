@@ -24,10 +24,10 @@ class GameSettings(BaseModel):
 
     # --- geometry -------------------------------------------------------------------
     arena_half_length: float = Field(20.0, gt=0.0, le=1000.0, description="half extent in x")
-    arena_half_width: float = Field(12.0, gt=0.0, le=1000.0, description="half extent in y")
+    arena_half_width: float = Field(10.0, gt=0.0, le=1000.0, description="half extent in y")
     arena_half_height: float = Field(6.0, gt=0.0, le=1000.0, description="half extent in z")
     goal_half_width: float = Field(5.0, gt=0.0, description="goal mouth half extent in y")
-    goal_half_height: float = Field(3.0, gt=0.0, description="goal mouth half extent in z")
+    goal_half_height: float = Field(4.0, gt=0.0, description="goal mouth half extent in z")
 
     # --- time -----------------------------------------------------------------------
     tick: float = Field(1.0 / 60.0, gt=0.0, le=0.1, description="physics step in seconds")
