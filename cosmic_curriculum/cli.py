@@ -174,3 +174,280 @@ def train_command(
     code = guarded(run)
     if code:
         raise typer.Exit(code)
+
+
+# --- evaluate / replay / gate simulate / ladder (evaluator and gate: evaluate.py, gate.py,
+# ladder.py) -------------------------------------------------------------------------------
+gate_app = typer.Typer(
+    help="The regression gate: simulate its error rates and episode counts.",
+    no_args_is_help=True,
+)
+app.add_typer(gate_app, name="gate")
+
+
+def _gate_rule_option(rule: str | None, option: str = "--gate") -> str | None:
+    from cosmic_curriculum.errors import ConfigError
+
+    if rule is not None and rule not in ("margin", "sprt"):
+        raise ConfigError(f"{option} {rule!r}: choose margin or sprt (see docs/GATES.md)")
+    return rule
+
+
+def _fmt_interval(pair: Any, digits: int) -> str:
+    lo, hi = pair
+    show = [
+        ("−∞" if v is None and k == 0 else "+∞" if v is None else f"{v:+.{digits}f}")
+        for k, v in enumerate((lo, hi))
+    ]
+    return f"[{show[0]}, {show[1]}]".replace("-", "−")
+
+
+@app.command("evaluate")
+def evaluate_command(
+    candidate: Path = typer.Argument(..., help="Candidate bot JSON (counted as wins_a)."),
+    reference: Path = typer.Argument(..., help="Reference bot JSON (counted as wins_b)."),
+    episodes: int | None = typer.Option(
+        None,
+        "--episodes",
+        "-n",
+        help="Episodes (even: seat-swapped pairs). Default 100; with --gate sprt the cap "
+        "(default 400).",
+    ),
+    seed: int = typer.Option(0, help="Seed; the same seed gives the same record."),
+    history_path: Path = typer.Option(
+        Path("eval_history.json"), "--history", help="Evaluation history to append to."
+    ),
+    gate: str | None = typer.Option(
+        None, "--gate", help="Also judge the result: margin (fixed episodes) or sprt."
+    ),
+    batch_pairs: int | None = typer.Option(
+        None, help="Pairs per vectorised batch under --gate sprt (default 5)."
+    ),
+) -> None:
+    """Play CANDIDATE against REFERENCE in seat-swapped pairs and append one record."""
+
+    def run() -> None:
+        from rich.console import Console
+        from rich.table import Table
+
+        from cosmic_curriculum import stats
+        from cosmic_curriculum.errors import ConfigError
+        from cosmic_curriculum.evaluate import run_evaluation
+        from cosmic_curriculum.gate import GateSettings
+
+        rule = _gate_rule_option(gate)
+        settings = None
+        if rule is not None:
+            if batch_pairs is not None and batch_pairs < 1:
+                raise ConfigError(f"--batch-pairs {batch_pairs}: must be >= 1")
+            extra = {} if batch_pairs is None else {"batch_pairs": batch_pairs}
+            settings = GateSettings(rule=rule, **extra)
+        record = run_evaluation(
+            candidate,
+            reference,
+            history_path=history_path,
+            episodes=episodes,
+            gate=settings,
+            seed=seed,
+        )
+        console = Console()
+        table = Table(show_header=False, box=None, padding=(0, 2))
+        table.add_row("candidate", f"{record['candidate']} ({record['wins_a']} wins)")
+        table.add_row("reference", f"{record['reference']} ({record['wins_b']} wins)")
+        table.add_row("draws", str(record["draws"]))
+        table.add_row("episodes", f"{record['episodes']} ({len(record['pairs'])} pairs)")
+        table.add_row("score", f"{record['score']:.3f}")
+        gap_ci = _fmt_interval(record["gap_ci95"], 3)
+        table.add_row("gap (ref − cand)", f"{stats.signed(record['gap'], 3)} 95% {gap_ci}")
+        elo = record["elo"]
+        table.add_row(
+            "Elo",
+            ("−∞" if record["wins_a"] == 0 else "+∞")
+            if elo is None
+            else f"{elo:+.0f} 95% {_fmt_interval(record['elo_ci95'], 0)}",
+        )
+        if "gate" in record:
+            verdict = record["gate"]["verdict"]
+            colour = "green" if verdict == "pass" else "red"
+            table.add_row("gate", f"{record['gate']['rule']}: [bold {colour}]{verdict}[/]")
+        console.print(table)
+        console.print(record["summary"], highlight=False, soft_wrap=True)
+        console.print(f"record [bold]{record['id']}[/] appended to {history_path}")
+
+    guarded(run)
+
+
+@app.command("replay")
+def replay_command(
+    candidate: Path = typer.Argument(..., help="Bot JSON that plays blue."),
+    reference: Path = typer.Argument(..., help="Bot JSON that plays orange."),
+    out: Path = typer.Option(..., "--out", "-o", help="Picture to write: .png or .gif."),
+    seed: int = typer.Option(0, help="Seed of the kickoff and the bots' noise."),
+) -> None:
+    """Play one match and draw it (top-down and side view of ships and orb)."""
+
+    def run() -> None:
+        from cosmic_curriculum.evaluate import render_replay
+
+        info = render_replay(candidate, reference, out, seed=seed)
+        outcome = {1: "candidate won", -1: "reference won", 0: "draw"}[info["outcome"]]
+        sys.stdout.write(f"{outcome} after {info['seconds']:.1f} s; wrote {info['out']}\n")
+
+    guarded(run)
+
+
+@gate_app.command("simulate")
+def gate_simulate_command(
+    rule: list[str] = typer.Option(
+        ["margin", "sprt"], "--rule", help="Rules to simulate (repeat): margin, sprt."
+    ),
+    trials: int = typer.Option(20_000, help="Monte Carlo trials per cell."),
+    draws: str = typer.Option("0,0.2,0.4", help="Comma-separated draw rates."),
+    model: str = typer.Option(
+        "pentanomial", help="SPRT model: pentanomial (pairs) or trinomial (games)."
+    ),
+    check_every: int | None = typer.Option(
+        None,
+        help="SPRT looks every N pairs (pentanomial) or N episodes (trinomial); default: "
+        "every pair, or every batch with --check batch.",
+    ),
+    check: str = typer.Option("pair", help="pair or batch (see docs/GATES.md)."),
+    batch_pairs: int = typer.Option(5, help="Pairs per batch."),
+    gap: float = typer.Option(0.25, help="SPRT: the regression (win-rate gap) of H0."),
+    alpha: float = typer.Option(0.05, help="SPRT: rate of passing a regression of --gap."),
+    beta: float = typer.Option(0.05, help="SPRT: rate of failing an equal candidate."),
+    max_episodes: int = typer.Option(400, help="SPRT: episode cap."),
+    episodes: int = typer.Option(100, help="margin: episodes played."),
+    margin: float = typer.Option(0.15, help="margin: regression_margin."),
+    worse: float = typer.Option(0.25, help="True gap of the 'worse' candidate."),
+    better: float = typer.Option(0.10, help="True advantage of the 'better' candidate."),
+    seed: int = typer.Option(0, help="Simulation seed."),
+    json_out: Path | None = typer.Option(None, "--json", help="Also write the rows as JSON."),
+) -> None:
+    """Monte Carlo of the gate rules: error rates and episodes at given draw rates."""
+
+    def run() -> None:
+        from pydantic import ValidationError
+        from rich.console import Console
+        from rich.table import Table
+
+        from cosmic_curriculum import fsio
+        from cosmic_curriculum.errors import ConfigError
+        from cosmic_curriculum.gate import GateSettings, SimSpec, simulate_table, spec_label
+
+        try:
+            rates = [float(x) for x in draws.split(",") if x.strip()]
+        except ValueError:
+            raise ConfigError(
+                f"--draws {draws!r}: give comma-separated numbers like 0,0.2,0.4"
+            ) from None
+        if not rates or any(not 0.0 <= r < 1.0 for r in rates):
+            raise ConfigError(f"--draws {draws!r}: each draw rate must be in [0, 1)")
+        if trials < 1:
+            raise ConfigError(f"--trials {trials}: must be >= 1")
+        if model not in ("pentanomial", "trinomial"):
+            raise ConfigError(f"--model {model!r}: choose pentanomial or trinomial")
+        if check not in ("pair", "batch"):
+            raise ConfigError(f"--check {check!r}: choose pair or batch")
+        if check_every is not None and check_every < 1:
+            raise ConfigError(f"--check-every {check_every}: must be >= 1")
+        specs = []
+        for r in rule:
+            _gate_rule_option(r, "--rule")
+            try:
+                settings = GateSettings(
+                    rule=r,
+                    episodes=episodes,
+                    regression_margin=margin,
+                    gap=gap,
+                    alpha=alpha,
+                    beta=beta,
+                    max_episodes=max_episodes,
+                    batch_pairs=batch_pairs,
+                    check=check,
+                )
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                raise ConfigError(
+                    f"--{str(first['loc'][0]).replace('_', '-')}: {first['msg']}"
+                ) from None
+            m = model if r == "sprt" else "trinomial"
+            specs.append(SimSpec(spec_label(settings, m, check_every), settings, m, check_every))  # type: ignore[arg-type]
+        for rate in rates:
+            if max(worse, better) > 1.0 - rate:
+                raise ConfigError(
+                    f"--worse {worse} / --better {better} with draw rate {rate}: a win-rate gap "
+                    f"cannot exceed 1 - draw rate"
+                )
+        rows = simulate_table(specs, rates, trials, worse=worse, better=better, seed=seed)
+        table = Table(title=f"Gate Monte Carlo, {trials:,} trials per cell")
+        for head in (
+            "rule",
+            "draws",
+            "false-fail (equal)",
+            f"passes {worse:g} worse",
+            f"fails {better:g} better",
+            "episodes equal: mean / p95",
+            "worse: mean / p95",
+        ):
+            table.add_column(head, justify="left" if head == "rule" else "right")
+        for row in rows:
+            table.add_row(
+                row["rule"],
+                f"{row['draw_rate']:.0%}",
+                f"{row['false_fail']:.1%}",
+                f"{row['passes_worse']:.1%}",
+                f"{row['fails_better']:.1%}",
+                f"{row['mean_episodes_equal']:.0f} / {row['p95_episodes_equal']:.0f}",
+                f"{row['mean_episodes_worse']:.0f} / {row['p95_episodes_worse']:.0f}",
+            )
+        Console().print(table)
+        if json_out is not None:
+            fsio.atomic_write_json(json_out, rows)
+
+    guarded(run)
+
+
+@app.command("ladder")
+def ladder_command(
+    bots_dir: Path = typer.Option(Path("bots"), help="Directory of bot JSON files."),
+    pairs: int = typer.Option(20, help="Seat-swapped pairs per match."),
+    out_dir: Path = typer.Option(Path("logs"), help="Where ladder.json/.md/.png go."),
+    seed: int = typer.Option(0, help="Seed; the same seed gives the same ladder."),
+    game_from: Path | None = typer.Option(
+        None, help="Play under this bot's recorded game settings (default: the defaults)."
+    ),
+) -> None:
+    """Round robin among all bots: Elo ratings with 95% error bars, table and PNG."""
+
+    def run() -> None:
+        from rich.console import Console
+        from rich.table import Table
+
+        from cosmic_curriculum.ladder import run_ladder
+
+        doc = run_ladder(bots_dir, pairs=pairs, out_dir=out_dir, seed=seed, game_from=game_from)
+        anchor = doc["anchor"] or "the mean"
+        table = Table(title=f"Ladder: Elo relative to {anchor}, {pairs} pairs per match")
+        for head in ("rank", "bot", "Elo", "± 95%", "games", "score", "W", "L", "D"):
+            table.add_column(head, justify="left" if head == "bot" else "right")
+        for r in doc["ratings"]:
+            table.add_row(
+                str(r["rank"]),
+                r["bot"],
+                f"{r['elo']:+.0f}".replace("-", "−"),
+                f"{r['err95']:.0f}",
+                str(r["games"]),
+                f"{r['score']:.3f}",
+                str(r["wins"]),
+                str(r["losses"]),
+                str(r["draws"]),
+            )
+        console = Console()
+        console.print(table)
+        for skipped in doc["skipped"]:
+            console.print(f"skipped: {skipped['reason']}", highlight=False)
+        files = doc["files"]
+        console.print(f"wrote {files['table']}, {files['png']}, {files['json']}")
+
+    guarded(run)
