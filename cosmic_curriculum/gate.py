@@ -292,3 +292,73 @@ def simulate(
         p95_episodes=float(np.percentile(used, 95)),
         trials=trials,
     )
+
+
+@dataclass(frozen=True)
+class SimSpec:
+    """One row family of the simulator's table: a rule and how the SPRT looks."""
+
+    label: str
+    settings: GateSettings
+    model: Literal["trinomial", "pentanomial"] = "pentanomial"
+    check_every: int | None = None
+
+
+def spec_label(spec_settings: GateSettings, model: str, check_every: int | None) -> str:
+    s = spec_settings
+    if s.rule == "margin":
+        return f"margin {s.regression_margin:g}, {s.episodes} episodes"
+    if model == "trinomial":
+        k = 2 * s.check_pairs if check_every is None else check_every
+        unit = "episode" if k == 1 else f"{k} episodes"
+    else:
+        k = s.check_pairs if check_every is None else check_every
+        unit = "pair" if k == 1 else f"{k} pairs"
+    return f"sprt gap {s.gap:g}, {model}, every {unit}"
+
+
+def simulate_table(
+    specs: Sequence[SimSpec],
+    draw_rates: Sequence[float],
+    trials: int,
+    *,
+    worse: float = 0.25,
+    better: float = 0.10,
+    seed: int = 0,
+) -> list[dict[str, Any]]:
+    """One row per (spec, draw rate): false-fail at equal strength, pass rate of a
+    candidate ``worse`` worse (win-rate gap), fail rate of one ``better`` better, and
+    episode counts (mean, 95th percentile). Each cell has its own derived seed."""
+    rows: list[dict[str, Any]] = []
+    cell = 0
+    for spec in specs:
+        for draw in draw_rates:
+            results = {}
+            for name, true_gap in (("equal", 0.0), ("worse", worse), ("better", -better)):
+                cell_seed = int(np.random.SeedSequence([seed, cell]).generate_state(1)[0])
+                cell += 1
+                results[name] = simulate(
+                    spec.settings,
+                    true_gap=true_gap,
+                    draw_rate=draw,
+                    trials=trials,
+                    seed=cell_seed,
+                    model=spec.model,
+                    check_every=spec.check_every,
+                )
+            rows.append(
+                {
+                    "rule": spec.label,
+                    "draw_rate": draw,
+                    "trials": trials,
+                    "false_fail": results["equal"].fail_rate,
+                    "passes_worse": results["worse"].pass_rate,
+                    "fails_better": results["better"].fail_rate,
+                    "mean_episodes_equal": results["equal"].mean_episodes,
+                    "p95_episodes_equal": results["equal"].p95_episodes,
+                    "mean_episodes_worse": results["worse"].mean_episodes,
+                    "p95_episodes_worse": results["worse"].p95_episodes,
+                    "mean_episodes_better": results["better"].mean_episodes,
+                }
+            )
+    return rows
