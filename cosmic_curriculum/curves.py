@@ -39,8 +39,9 @@ def read_progress(log: Path) -> list[dict[str, Any]]:
 
 
 def _series(rows: Sequence[dict[str, Any]], key: str) -> tuple[list[int], list[float]]:
-    xs = [int(r["timesteps"]) for r in rows if key in r]
-    ys = [float(r[key]) for r in rows if key in r]
+    kept = [r for r in rows if r.get(key) is not None]
+    xs = [int(r["timesteps"]) for r in kept]
+    ys = [float(r[key]) for r in kept]
     return xs, ys
 
 

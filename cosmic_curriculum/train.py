@@ -48,7 +48,7 @@ import subprocess
 import sys
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -97,6 +97,7 @@ class TrainSettings(BaseModel):
     gamma: float = Field(0.99, gt=0.0, le=1.0)
     gae_lambda: float = Field(0.95, ge=0.0, le=1.0)
     clip_range: float = Field(0.2, gt=0.0, le=1.0)
+    init_std: float = Field(0.5, gt=0.0, le=5.0, description="action std of a fresh policy")
     net_arch: tuple[int, ...] = (64, 64)
     activation: Literal["tanh", "relu"] = "tanh"
 
@@ -334,7 +335,11 @@ def policy_kwargs(settings: TrainSettings) -> dict[str, Any]:
 
     width = list(settings.net_arch)
     activation = nn.Tanh if settings.activation == "tanh" else nn.ReLU
-    return {"net_arch": {"pi": width, "vf": list(width)}, "activation_fn": activation}
+    return {
+        "net_arch": {"pi": width, "vf": list(width)},
+        "activation_fn": activation,
+        "log_std_init": math.log(settings.init_std),
+    }
 
 
 def set_log_std(policy: Any, std: float) -> None:
@@ -612,8 +617,11 @@ def plot_curve(paths: Paths, stats: RunStats) -> None:
         sys.stderr.write(f"warning: could not plot the learning curve: {exc}\n")
 
 
-def train(settings: TrainSettings) -> TrainResult:
-    """Train (or continue) one experiment; always leaves a checkpoint and a bot behind."""
+def train(settings: TrainSettings, extra_callbacks: Sequence[Any] = ()) -> TrainResult:
+    """Train (or continue) one experiment; always leaves a checkpoint and a bot behind.
+
+    ``extra_callbacks`` (SB3 callbacks) run after ours; tests use them to watch the games.
+    """
     import torch
 
     torch.set_num_threads(settings.torch_threads)
@@ -701,7 +709,10 @@ def train(settings: TrainSettings) -> TrainResult:
             if remaining > 0:
                 model.learn(
                     total_timesteps=remaining,
-                    callback=make_callbacks(settings, paths, game, total, stats, stop),
+                    callback=[
+                        *make_callbacks(settings, paths, game, total, stats, stop),
+                        *extra_callbacks,
+                    ],
                     reset_num_timesteps=continued_from is None,
                     tb_log_name=settings.experiment,
                     progress_bar=False,

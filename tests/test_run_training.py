@@ -1,0 +1,117 @@
+"""scripts/run_training.sh: trains, commits only its own paths in a git workspace, passes
+exit codes through, and does no git work when the orchestrator says so."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+WRAPPER = REPO / "scripts" / "run_training.sh"
+TINY = [
+    "--timesteps",
+    "256",
+    "--n-parallel",
+    "16",
+    "--speedup",
+    "16",
+    "--rollout-size",
+    "256",
+    "--n-epochs",
+    "1",
+    "--opponent-mode",
+    "inert",
+    "--device",
+    "cpu",
+]
+
+
+def git(ws: Path, *args: str) -> str:
+    out = subprocess.run(
+        ["git", *args], cwd=ws, capture_output=True, text=True, check=True, timeout=60
+    )
+    return out.stdout
+
+
+def make_repo(ws: Path) -> None:
+    ws.mkdir()
+    git(ws, "init", "-q", "-b", "main")
+    git(ws, "config", "user.name", "Test User")
+    git(ws, "config", "user.email", "test@example.invalid")
+    (ws / "README.md").write_text("workspace\n")
+    git(ws, "add", "README.md")
+    git(ws, "commit", "-q", "-m", "init")
+
+
+def run_wrapper(ws: Path, *args: str, no_git: bool = False) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    env["COSMIC_CURRICULUM_PYTHON"] = sys.executable
+    env.pop("COSMIC_CURRICULUM_NO_GIT", None)
+    if no_git:
+        env["COSMIC_CURRICULUM_NO_GIT"] = "1"
+    return subprocess.run(
+        [str(WRAPPER), *args], cwd=ws, env=env, capture_output=True, text=True, timeout=300
+    )
+
+
+def test_wrapper_is_a_relative_symlink_to_the_packaged_script() -> None:
+    assert WRAPPER.is_symlink()
+    assert os.readlink(WRAPPER) == "../cosmic_curriculum/data/run_training.sh"
+    assert os.access(WRAPPER.resolve(), os.X_OK)
+
+
+@pytest.mark.slow
+def test_trains_and_commits_only_its_paths(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    make_repo(ws)
+    # the user's own work in progress: staged and unstaged changes must stay as they were
+    (ws / "notes.txt").write_text("mine\n")
+    git(ws, "add", "notes.txt")
+    (ws / "README.md").write_text("edited, not staged\n")
+
+    proc = run_wrapper(ws, "exp1", *TINY)
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    assert (ws / "checkpoints" / "exp1" / "final.zip").is_file()
+    committed = git(ws, "show", "--name-only", "--format=", "HEAD").split()
+    assert sorted(committed) == ["bots/exp1.json", "logs/exp1.curve.png", "logs/exp1.log"]
+    assert git(ws, "rev-list", "--count", "HEAD").strip() == "2"
+    status = git(ws, "status", "--porcelain")
+    assert "A  notes.txt" in status and " M README.md" in status
+    assert "checkpoints" not in git(ws, "ls-files")
+    log = (ws / "logs" / "exp1.log").read_text()
+    assert "@progress " in log and "trained exp1" in log
+
+
+@pytest.mark.slow
+def test_no_git_mode_trains_without_touching_git(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    make_repo(ws)
+    proc = run_wrapper(ws, "exp2", *TINY, no_git=True)
+    assert proc.returncode == 0, proc.stderr
+    assert (ws / "bots" / "exp2.json").is_file()
+    assert "@progress " in proc.stdout
+    assert git(ws, "rev-list", "--count", "HEAD").strip() == "1"
+    assert not (ws / "logs" / "exp2.log").exists()  # the orchestrator keeps the log
+
+
+def test_bad_flags_pass_exit_code_2_through_and_commit_nothing(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    make_repo(ws)
+    proc = run_wrapper(ws, "exp3", "--timesteps", "many")
+    assert proc.returncode == 2
+    assert "--timesteps" in proc.stdout + proc.stderr
+    assert git(ws, "rev-list", "--count", "HEAD").strip() == "1"
+    bad_name = run_wrapper(ws, "bad name!")
+    assert bad_name.returncode == 2 and len(bad_name.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.slow
+def test_works_outside_a_git_repository(tmp_path: Path) -> None:
+    proc = run_wrapper(tmp_path, "exp4", *TINY)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "bots" / "exp4.json").is_file()
+    assert (tmp_path / "logs" / "exp4.log").is_file()
