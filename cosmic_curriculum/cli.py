@@ -176,6 +176,148 @@ def train_command(
         raise typer.Exit(code)
 
 
+# --- run / status / init (orchestrator: cosmic_curriculum/orchestrator.py) ---------------
+
+
+@app.command("run")
+def run_command(
+    timesteps: int | None = typer.Option(
+        None, min=1, help="Timesteps per attempt [default: stages.toml [defaults], 20,000,000]."
+    ),
+    n_parallel: int | None = typer.Option(
+        None, min=1, help="Parallel games for the trainer [default: stages.toml, 14]."
+    ),
+    speedup: int | None = typer.Option(
+        None, min=1, help="Physics ticks per decision [default: stages.toml, 16]."
+    ),
+    seed_checkpoint: Path | None = typer.Option(
+        None, help="Checkpoint that stage 1's first attempt resumes from."
+    ),
+    force_retry: bool = typer.Option(
+        False, "--force-retry", help="Blocked stage: run one more attempt."
+    ),
+    skip_to_next_stage: bool = typer.Option(
+        False, "--skip-to-next-stage", help="Blocked stage: accept its last attempt and move on."
+    ),
+    reason: str | None = typer.Option(None, help="Why (recorded with the override)."),
+    config: Path | None = typer.Option(
+        None, help="Curriculum file [default: WORKSPACE/stages.toml]."
+    ),
+    workspace: Path = typer.Option(Path("."), help="Workspace directory."),
+    no_push: bool = typer.Option(False, "--no-push", help="Commit, but never push."),
+    detach: bool = typer.Option(
+        False, "--detach", help="Run in a detached tmux session named after the workspace."
+    ),
+    accept_config_change: bool = typer.Option(
+        False,
+        "--accept-config-change",
+        help="Keep the results of finished stages whose definition changed in stages.toml.",
+    ),
+    attempt_timeout: float | None = typer.Option(
+        None, min=1, help="Stop a training attempt after this many seconds (an attempt error)."
+    ),
+) -> None:
+    """Run the curriculum, or resume it exactly where it stopped."""
+
+    def go() -> None:
+        if detach:
+            from cosmic_curriculum.workspace import start_detached
+
+            argv = [sys.executable, "-m", "cosmic_curriculum", "run"]
+            argv += ["--workspace", str(workspace.resolve())]
+            for flag, value in (
+                ("--timesteps", timesteps),
+                ("--n-parallel", n_parallel),
+                ("--speedup", speedup),
+                ("--seed-checkpoint", seed_checkpoint and seed_checkpoint.resolve()),
+                ("--reason", reason),
+                ("--config", config and config.resolve()),
+                ("--attempt-timeout", attempt_timeout),
+            ):
+                if value is not None:
+                    argv += [flag, str(value)]
+            for flag, on in (
+                ("--force-retry", force_retry),
+                ("--skip-to-next-stage", skip_to_next_stage),
+                ("--no-push", no_push),
+                ("--accept-config-change", accept_config_change),
+            ):
+                if on:
+                    argv.append(flag)
+            result = start_detached(workspace, argv)
+            sys.stdout.write(result.message + "\n")
+            return
+        from cosmic_curriculum.orchestrator import RunOptions, run_curriculum
+        from cosmic_curriculum.report import ConsoleReporter
+
+        run_curriculum(
+            RunOptions(
+                workspace=workspace,
+                config_path=config,
+                timesteps=timesteps,
+                n_parallel=n_parallel,
+                speedup=speedup,
+                seed_checkpoint=seed_checkpoint,
+                force_retry=force_retry,
+                skip_to_next_stage=skip_to_next_stage,
+                reason=reason,
+                push=not no_push,
+                accept_config_change=accept_config_change,
+                attempt_timeout=attempt_timeout,
+            ),
+            ConsoleReporter(),
+        )
+
+    guarded(go)
+
+
+@app.command("status")
+def status_command(
+    workspace: Path = typer.Option(Path("."), help="Workspace directory."),
+    config: Path | None = typer.Option(
+        None, help="Curriculum file [default: WORKSPACE/stages.toml]."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print machine-readable JSON."),
+) -> None:
+    """Show stages, attempts, evaluations, decisions and what to run next."""
+
+    def go() -> None:
+        from cosmic_curriculum.report import render_status, status_data
+
+        data = status_data(workspace, config)
+        if as_json:
+            import json
+
+            sys.stdout.write(json.dumps(data, indent=2) + "\n")
+            return
+        from rich.console import Console
+
+        Console(highlight=False).print(render_status(data))
+
+    guarded(go)
+
+
+@app.command("init")
+def init_command(
+    workspace: Path = typer.Argument(..., help="Directory to create (empty or new)."),
+    preset: str = typer.Option("default", help="Curriculum preset: default or quick."),
+) -> None:
+    """Create a fresh workspace: stages.toml, rookie bot, training script, state, git."""
+
+    def go() -> None:
+        from cosmic_curriculum.workspace import init_workspace
+
+        result = init_workspace(workspace, preset)
+        verb = "updated" if result.already else "created"
+        made = ", ".join(result.created) or "nothing new"
+        sys.stdout.write(f"{verb} workspace {result.workspace}: {made}\n")
+        for note in result.notes:
+            sys.stdout.write(f"note: {note}\n")
+        sys.stdout.write(f"next: cd {result.workspace} && cosmic-curriculum run --detach\n")
+
+    guarded(go)
+
+
 # --- evaluate / replay / gate simulate / ladder (evaluator and gate: evaluate.py, gate.py,
 # ladder.py) -------------------------------------------------------------------------------
 gate_app = typer.Typer(

@@ -49,7 +49,7 @@ def main() -> int:
     cfg = {**script.get("*", {}), **script.get(exp, {})}
     mode = str(cfg.get("mode", "ok"))
     steps = int(cfg.get("steps", 4))  # type: ignore[call-overload]
-    step_seconds = float(cfg.get("step_seconds", 0.05))  # type: ignore[arg-type]
+    step_seconds = float(cfg.get("step_seconds", 0.02))  # type: ignore[arg-type]
     runs_before = 0
     if Path("fake_runs.jsonl").exists():
         for line in Path("fake_runs.jsonl").read_text().splitlines():

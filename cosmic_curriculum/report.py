@@ -1,0 +1,389 @@
+"""Status tables and review summaries (read-only views of state, history and config).
+
+Imported by `cosmic-curriculum status`, so it must stay light: no torch, no
+stable-baselines3, no GitPython, no orchestrator.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shlex
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from cosmic_curriculum import history
+from cosmic_curriculum.config import CurriculumConfig, load_config
+from cosmic_curriculum.errors import CurriculumError
+from cosmic_curriculum.state import STATE_FILE, Attempt, CurriculumState, LogEntry, load_state
+
+RUN = "cosmic-curriculum run"
+
+
+def _rate(count: int, episodes: int) -> float | None:
+    return count / episodes if episodes else None
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{value:.0%}"
+
+
+def _exp_name(stage_index: int, name: str, attempt: int) -> str:
+    base = f"curric-s{stage_index + 1}-{name}"
+    return base if attempt == 0 else f"{base}-retry{attempt}"
+
+
+def attempt_row(entry: LogEntry, margin: float | None) -> dict[str, Any]:
+    """One decided attempt as plain data (for tables, JSON and reviews)."""
+    counts = entry.eval or {}
+    episodes = int(counts.get("episodes", 0) or 0)
+    wa, wb = int(counts.get("wins_a", 0) or 0), int(counts.get("wins_b", 0) or 0)
+    row: dict[str, Any] = {
+        "stage_index": entry.stage_index,
+        "experiment": entry.experiment,
+        "attempt": entry.attempt,
+        "decision": entry.decision,
+        "override": entry.override,
+        "reason": entry.reason,
+        "eval_id": entry.eval_id,
+        "summary": entry.summary,
+    }
+    if counts:
+        row.update(
+            wins_a=wa,
+            wins_b=wb,
+            draws=int(counts.get("draws", 0) or 0),
+            episodes=episodes,
+            candidate_win_rate=_rate(wa, episodes),
+            reference_win_rate=_rate(wb, episodes),
+            gap=_rate(wb - wa, episodes),
+            margin=margin,
+        )
+    return row
+
+
+def status_data(workspace: Path, config_path: Path | None = None) -> dict[str, Any]:
+    """Everything `status` shows, as JSON-ready data."""
+    ws = Path(workspace).resolve()
+    cfg_path = Path(config_path) if config_path else ws / "stages.toml"
+    state = load_state(ws / STATE_FILE)
+    config: CurriculumConfig | None = None
+    config_error: str | None = None
+    try:
+        config = load_config(cfg_path)
+    except CurriculumError as exc:
+        config_error = str(exc)
+    ws_flag = "" if ws == Path.cwd().resolve() else f" --workspace {shlex.quote(str(ws))}"
+    stages: list[dict[str, Any]] = []
+    names = [s.name for s in config.stages] if config else []
+    n_stages = max(len(names), state.stage_index + (0 if state.status == "done" else 1))
+    for i in range(n_stages):
+        name = names[i] if i < len(names) else f"#{i + 1}"
+        margin = config.stage_gate(i).regression_margin if config and i < len(names) else None
+        attempts = [attempt_row(e, margin) for e in state.stage_log(i)]
+        if state.status == "done" or i < state.stage_index:
+            stage_status = "passed"
+        elif i == state.stage_index:
+            stage_status = state.status if state.status == "blocked" else "current"
+        else:
+            stage_status = "pending"
+        stages.append({"index": i, "name": name, "status": stage_status, "attempts": attempts})
+    flight = state.in_flight
+    in_flight = None
+    if flight is not None and flight.phase != "committed":
+        in_flight = {
+            "experiment": flight.experiment,
+            "phase": flight.phase,
+            "stage_index": flight.stage_index,
+            "attempt": flight.attempt,
+            "started_at": flight.started_at,
+            "interrupted": flight.interrupted,
+            "error": flight.error,
+            "last_progress": getattr(flight, "last_progress", None),
+        }
+    if config_error:
+        next_step = f"fix the config: {config_error}"
+    elif state.status == "done":
+        next_step = "nothing: every stage passed"
+    elif state.status == "blocked":
+        stage_name = names[state.stage_index] if state.stage_index < len(names) else ""
+        next_step = (
+            f"review logs/review-{stage_name}.md"
+            f', then `{RUN} --force-retry --reason "..."{ws_flag}` or '
+            f'`{RUN} --skip-to-next-stage --reason "..."{ws_flag}`'
+        )
+    else:
+        verb = "resume" if flight is not None and flight.phase != "committed" else "start"
+        upcoming = (
+            _exp_name(state.stage_index, names[state.stage_index], state.attempt)
+            if state.stage_index < len(names)
+            else "?"
+        )
+        next_step = f"`{RUN}{ws_flag}` to {verb} {upcoming}"
+    return {
+        "workspace": str(ws),
+        "status": state.status,
+        "stage_index": state.stage_index,
+        "attempt": state.attempt,
+        "stages": stages,
+        "in_flight": in_flight,
+        "blocked_reason": state.blocked_reason,
+        "last_error": state.last_error,
+        "push_pending": state.push_pending,
+        "evaluations": len(history.load(ws / history.HISTORY_FILE)),
+        "config_error": config_error,
+        "next": next_step,
+    }
+
+
+def render_status(data: dict[str, Any]) -> Any:
+    """A Rich renderable of :func:`status_data`."""
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title=f"curriculum: {data['status']}", title_justify="left")
+    for column in ("stage", "attempt", "experiment", "eval (W-L-D / N)", "win rates", "decision"):
+        table.add_column(column)
+    for stage in data["stages"]:
+        label = f"{stage['index'] + 1} {stage['name']} ({stage['status']})"
+        if not stage["attempts"]:
+            table.add_row(label, "–", "–", "–", "–", "–")
+        for k, row in enumerate(stage["attempts"]):
+            if "episodes" in row:
+                counts = f"{row['wins_a']}-{row['wins_b']}-{row['draws']} / {row['episodes']}"
+                rates = f"{_pct(row['candidate_win_rate'])} vs {_pct(row['reference_win_rate'])}"
+            else:
+                counts = rates = "–"
+            decision = row["decision"]
+            if row["override"]:
+                decision += f" ({row['override']}"
+                decision += f": {row['reason']})" if row["reason"] else ")"
+            elif row.get("reason"):
+                decision += f" (forced retry: {row['reason']})"
+            style = "green" if row["decision"] == "pass" else "red"
+            table.add_row(
+                label if k == 0 else "",
+                str(row["attempt"]),
+                row["experiment"],
+                counts,
+                rates,
+                Text(decision, style=style),
+            )
+    lines: list[Any] = [table]
+    flight = data["in_flight"]
+    if flight:
+        text = f"in flight: {flight['experiment']} — phase {flight['phase']}"
+        if flight["interrupted"]:
+            text += " (interrupted)"
+        if flight["error"]:
+            text += f" — error: {flight['error']}"
+        progress = flight.get("last_progress")
+        if progress:
+            text += f" — {progress.get('timesteps', 0):,}/{progress.get('total', 0):,} steps"
+        lines.append(Text(text))
+    if data["blocked_reason"]:
+        lines.append(Text(f"blocked: {data['blocked_reason']}", style="bold red"))
+    if data["push_pending"]:
+        lines.append(
+            Text(
+                "push pending: the last push failed; it is retried after the next commit",
+                style="yellow",
+            )
+        )
+    lines.append(Text(f"next: {data['next']}", style="bold"))
+    return Group(*lines)
+
+
+def review_markdown(
+    *,
+    stage_number: int,
+    stage_name: str,
+    entries: Sequence[LogEntry],
+    records: dict[str, dict[str, Any]],
+    margin: float,
+    force_command: str,
+    skip_command: str,
+    reason: str,
+) -> str:
+    """`logs/review-<stage>.md`: what each attempt of a blocked stage did, and what next."""
+    out = [
+        f"# Review: stage {stage_number} `{stage_name}` is blocked",
+        "",
+        reason,
+        "",
+        f"Gate: fail iff reference win rate − candidate win rate ≥ {margin:g}.",
+        "",
+        "| attempt | experiment | W-L-D / N | candidate | reference | gap | vs margin "
+        "| log | bot |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for entry in entries:
+        row = attempt_row(entry, margin)
+        exp = entry.experiment
+        if "episodes" in row:
+            counts = f"{row['wins_a']}-{row['wins_b']}-{row['draws']} / {row['episodes']}"
+            gap = row["gap"] or 0.0
+            verdict = "fails" if entry.decision == "fail" else "passes"
+            cells = [
+                counts,
+                _pct(row["candidate_win_rate"]),
+                _pct(row["reference_win_rate"]),
+                f"{gap:+.2f}",
+                f"{verdict} ({gap:+.2f} {'≥' if entry.decision == 'fail' else '<'} {margin:g})",
+            ]
+        else:
+            cells = ["–", "–", "–", "–", entry.override or entry.decision]
+        out.append(
+            f"| {entry.attempt} | {exp} | "
+            + " | ".join(cells)
+            + f" | [{exp}.log]({exp}.log) | [{exp}.json](../bots/{exp}.json) |"
+        )
+        record = records.get(str(entry.eval_id)) if entry.eval_id else None
+        if record and record.get("gate", {}).get("summary"):
+            out.append(f"|  | {record['gate']['summary']} |  |  |  |  |  |  |  |")
+    out += [
+        "",
+        "## Continue",
+        "",
+        "Retry the stage once more (as the next attempt):",
+        "",
+        f"    {force_command}",
+        "",
+        "Or accept the last attempt as the stage's result and move on:",
+        "",
+        f"    {skip_command}",
+        "",
+    ]
+    return "\n".join(out)
+
+
+class Reporter:
+    """Events of a run. The default implementation ignores them all."""
+
+    def info(self, message: str) -> None: ...
+
+    def warning(self, message: str) -> None: ...
+
+    def attempt_started(self, attempt: Attempt, argv: list[str], log_path: Path) -> None: ...
+
+    def training_progress(self, attempt: Attempt, progress: dict[str, Any]) -> None: ...
+
+    def training_finished(self, attempt: Attempt) -> None: ...
+
+    def evaluation_started(self, attempt: Attempt, reference: str) -> None: ...
+
+    def evaluation_progress(self, attempt: Attempt, progress: dict[str, Any]) -> None: ...
+
+    def attempt_decided(self, entry: LogEntry) -> None: ...
+
+    def finished(self, state: CurriculumState) -> None: ...
+
+
+class ConsoleReporter(Reporter):
+    """The CLI's view of a run: a Rich progress bar per attempt and one-line summaries.
+
+    Every write is guarded: after `tmux kill-session` the terminal is gone and a write
+    would raise, which must not stop the orchestrator from saving its state.
+    """
+
+    def __init__(self, console: Any = None) -> None:
+        from rich.console import Console
+
+        self.console = console or Console(highlight=False)
+        self._progress: Any = None
+        self._task: Any = None
+
+    def _print(self, *objects: Any, **kw: Any) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            self.console.print(*objects, **kw)
+
+    def info(self, message: str) -> None:
+        self._print(message, markup=False)
+
+    def warning(self, message: str) -> None:
+        self._print(f"[yellow]warning:[/yellow] {_escape(message)}")
+
+    def attempt_started(self, attempt: Any, argv: list[str], log_path: Path) -> None:
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
+        )
+
+        resume = argv[argv.index("--resume") + 1] if "--resume" in argv else "fresh"
+        self._print(
+            f"[bold]{_escape(attempt.experiment)}[/bold]: training "
+            f"(resume: {_escape(resume)}"
+            f", log: {_escape(str(log_path))})"
+        )
+        self._stop_progress()
+        try:
+            self._progress = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("{task.fields[rate]}"),
+                TimeRemainingColumn(),
+                TextColumn("{task.fields[reward]}"),
+                console=self.console,
+                transient=False,
+            )
+            self._progress.start()
+            self._task = self._progress.add_task(
+                attempt.experiment, total=attempt.timesteps or None, rate="", reward=""
+            )
+        except (OSError, ValueError):
+            self._progress = None
+
+    def training_progress(self, attempt: Any, progress: dict[str, Any]) -> None:
+        if self._progress is None:
+            return
+        fps = progress.get("fps")
+        reward = progress.get("reward")
+        try:
+            self._progress.update(
+                self._task,
+                completed=progress["timesteps"],
+                total=progress.get("total") or None,
+                rate=f"{fps:,.0f} steps/s" if fps is not None else "",
+                reward=f"reward {reward:+.3f}" if reward is not None else "",
+            )
+        except (OSError, ValueError):
+            self._progress = None
+
+    def _stop_progress(self) -> None:
+        if self._progress is not None:
+            with contextlib.suppress(OSError, ValueError):
+                self._progress.stop()
+            self._progress = None
+
+    def training_finished(self, attempt: Any) -> None:
+        self._stop_progress()
+
+    def evaluation_started(self, attempt: Any, reference: str) -> None:
+        self._stop_progress()
+        self._print(f"{_escape(attempt.experiment)}: evaluating against {_escape(reference)}")
+
+    def evaluation_progress(self, attempt: Any, progress: dict[str, Any]) -> None:
+        return None
+
+    def attempt_decided(self, entry: LogEntry) -> None:
+        mark = "[green]pass[/green]" if entry.decision == "pass" else "[red]fail[/red]"
+        detail = entry.summary or ""
+        if entry.override:
+            detail = f"override {entry.override}" + (f": {entry.reason}" if entry.reason else "")
+        self._print(f"{_escape(entry.experiment)}: {mark} — {_escape(detail)}")
+
+    def finished(self, state: Any) -> None:
+        self._stop_progress()
+        if state.status == "done":
+            self._print("[bold green]curriculum done:[/bold green] every stage passed")
+
+
+def _escape(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)

@@ -1,0 +1,236 @@
+"""Workspaces: `cosmic-curriculum init` and the detached tmux session of `run --detach`.
+
+A workspace is a directory holding `stages.toml`, `curriculum_state.json`,
+`eval_history.json`, `bots/`, `checkpoints/`, `logs/` and the training script; usually
+its own git repository, so progress is committed as it happens.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import os
+import re
+import shlex
+import shutil
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from cosmic_curriculum import DATA_DIR, history
+from cosmic_curriculum.config import preset_path
+from cosmic_curriculum.errors import ConfigError, CurriculumError
+from cosmic_curriculum.fsio import atomic_write_json, atomic_write_text
+from cosmic_curriculum.state import LOCK_FILE, STATE_FILE, CurriculumState, save_state
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+GITIGNORE = f"""# cosmic-curriculum workspace
+checkpoints/
+{LOCK_FILE}
+# temp files of interrupted atomic writes
+.*.tmp-*
+__pycache__/
+"""
+# Environment variables carried into the tmux session (the tmux server may be older than
+# this shell and would otherwise start the run with its own, stale environment).
+SESSION_ENV_PREFIXES = ("COSMIC_CURRICULUM_", "FAKE_TRAINER_", "FAKE_EVAL_")
+SESSION_ENV_NAMES = ("PATH", "PYTHONPATH", "VIRTUAL_ENV", "HOME")
+TMUX_SOCKET_ENV = "COSMIC_CURRICULUM_TMUX_SOCKET"
+
+
+def is_workspace(path: Path) -> bool:
+    return (path / "stages.toml").is_file() and (path / STATE_FILE).is_file()
+
+
+@dataclass
+class InitResult:
+    workspace: Path
+    created: list[str]
+    notes: list[str]
+    already: bool
+
+
+def _write_rookie(ws: Path, notes: list[str]) -> bool:
+    target = ws / "bots" / "rookie.json"
+    try:
+        policies = importlib.import_module("cosmic_curriculum.policies")
+    except ModuleNotFoundError:
+        policies = None
+    rookie_document = getattr(policies, "rookie_document", None)
+    save_bot = getattr(policies, "save_bot", None)
+    if rookie_document is not None and save_bot is not None:
+        save_bot(target, rookie_document())
+        return True
+    shipped = REPO_ROOT / "bots" / "rookie.json"
+    if shipped.is_file():
+        shutil.copyfile(shipped, target)
+        return True
+    notes.append(
+        "no rookie bot available in this installation: put the stage-1 reference bot at "
+        "bots/rookie.json (or set reference_bot in stages.toml)"
+    )
+    return False
+
+
+def init_workspace(path: Path, preset: str = "default") -> InitResult:
+    """Create a fresh workspace at ``path`` (or fill in what an existing one lacks).
+
+    Never overwrites a file; refuses a non-empty directory that is not a workspace.
+    """
+    ws = Path(path).resolve()
+    source = preset_path(preset)
+    already = ws.is_dir() and is_workspace(ws)
+    if ws.exists() and not ws.is_dir():
+        raise ConfigError(f"{ws}: exists and is not a directory; choose another WORKSPACE")
+    if ws.is_dir() and any(ws.iterdir()) and not already:
+        raise ConfigError(
+            f"{ws}: directory is not empty and is not a cosmic-curriculum workspace "
+            "(no stages.toml + curriculum_state.json); choose an empty or new directory"
+        )
+    ws.mkdir(parents=True, exist_ok=True)
+    created: list[str] = []
+    notes: list[str] = []
+    for sub in ("bots", "logs", "scripts", "checkpoints"):
+        (ws / sub).mkdir(exist_ok=True)
+    if not (ws / "stages.toml").exists():
+        atomic_write_text(ws / "stages.toml", source.read_text(encoding="utf-8"))
+        created.append("stages.toml")
+    if not (ws / "bots" / "rookie.json").exists() and _write_rookie(ws, notes):
+        created.append("bots/rookie.json")
+    trainer = ws / "scripts" / "run_training.sh"
+    shipped_trainer = DATA_DIR / "run_training.sh"
+    if not trainer.exists():
+        if shipped_trainer.is_file():
+            shutil.copyfile(shipped_trainer, trainer)
+            trainer.chmod(0o755)
+            created.append("scripts/run_training.sh")
+        else:
+            notes.append(
+                "the training script is not part of this installation yet: point "
+                "training_command in stages.toml at your trainer"
+            )
+    if not (ws / STATE_FILE).exists():
+        save_state(ws / STATE_FILE, CurriculumState())
+        created.append(STATE_FILE)
+    if not (ws / history.HISTORY_FILE).exists():
+        atomic_write_json(ws / history.HISTORY_FILE, [])
+        created.append(history.HISTORY_FILE)
+    if not (ws / ".gitignore").exists():
+        atomic_write_text(ws / ".gitignore", GITIGNORE)
+        created.append(".gitignore")
+    notes += _init_git(ws, created)
+    return InitResult(workspace=ws, created=created, notes=notes, already=already)
+
+
+def _init_git(ws: Path, created: list[str]) -> list[str]:
+    from cosmic_curriculum import vcs
+
+    if vcs.git_executable() is None:
+        return ["git is not installed: the workspace works, but progress is not committed"]
+    notes: list[str] = []
+    if not vcs.is_repo(ws):
+        import git
+
+        git.Repo.init(ws).close()
+        created.append(".git")
+    paths = [ws / p for p in created if p != ".git"]
+    try:
+        vcs.commit_paths(ws, paths, "chore(training): initialise cosmic-curriculum workspace")
+    except CurriculumError as exc:
+        notes.append(f"initial commit skipped: {exc}")
+    return notes
+
+
+# --------------------------------------------------------------------------- tmux
+
+
+def session_name(workspace: Path) -> str:
+    """A tmux session name unique to the workspace path (tmux forbids '.' and ':')."""
+    ws = Path(workspace).resolve()
+    base = re.sub(r"[^A-Za-z0-9_-]", "_", ws.name)[:40] or "root"
+    digest = hashlib.sha1(str(ws).encode()).hexdigest()[:6]
+    return f"curriculum-{base}-{digest}"
+
+
+def tmux_argv(*args: str) -> list[str]:
+    socket = os.environ.get(TMUX_SOCKET_ENV)
+    return ["tmux", *(["-L", socket] if socket else []), *args]
+
+
+def _tmux(*args: str, check: bool = False) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        tmux_argv(*args), capture_output=True, text=True, check=check, stdin=subprocess.DEVNULL
+    )
+
+
+def session_exists(name: str) -> bool:
+    return _tmux("has-session", "-t", f"={name}").returncode == 0
+
+
+@dataclass
+class DetachResult:
+    session: str
+    started: bool
+    message: str
+
+
+def start_detached(workspace: Path, argv: Sequence[str]) -> DetachResult:
+    """Run ``argv`` in a detached tmux session named after ``workspace``.
+
+    Output goes to the pane and is appended to `logs/curriculum.log`. If the session
+    already exists nothing is started and the message says how to attach.
+    """
+    if shutil.which("tmux") is None:
+        raise ConfigError(
+            "--detach needs tmux, which is not on PATH; install tmux or run without --detach"
+        )
+    ws = Path(workspace).resolve()
+    name = session_name(ws)
+    attach = shlex.join(tmux_argv("attach", "-t", name))
+    if session_exists(name):
+        return DetachResult(
+            name,
+            False,
+            f"the curriculum of {ws} is already running in tmux session {name}; "
+            f"attach with `{attach}` (detach again with Ctrl-b d)",
+        )
+    log = ws / "logs" / "curriculum.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    env_flags: list[str] = []
+    for key, value in os.environ.items():
+        if key in SESSION_ENV_NAMES or key.startswith(SESSION_ENV_PREFIXES):
+            env_flags += ["-e", f"{key}={value}"]
+    # One tmux invocation: the pipe is attached before the server reads any output.
+    result = _tmux(
+        "new-session",
+        "-d",
+        "-s",
+        name,
+        "-c",
+        str(ws),
+        "-x",
+        "160",
+        "-y",
+        "48",
+        *env_flags,
+        *argv,
+        ";",
+        "pipe-pane",
+        "-o",
+        "-t",
+        f"={name}:",
+        f"cat >> {shlex.quote(str(log))}",
+    )
+    if result.returncode != 0:
+        if session_exists(name):  # lost a race with another start: same outcome
+            return DetachResult(
+                name, False, f"already running in tmux session {name}; attach with `{attach}`"
+            )
+        raise ConfigError(f"tmux could not start session {name}: {result.stderr.strip()}")
+    return DetachResult(
+        name,
+        True,
+        f"started the curriculum in tmux session {name} (log: {log}); attach with `{attach}`, "
+        "detach with Ctrl-b d; `cosmic-curriculum status` shows progress",
+    )

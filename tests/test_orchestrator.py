@@ -1,0 +1,482 @@
+"""The curriculum state machine, in-process, with the scripted fake trainer and evaluator."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fakes.workspace import (
+    completed_trainings,
+    fake_env,
+    git,
+    make_workspace,
+    read_state,
+    set_scripts,
+    stages_toml,
+    trainer_runs,
+)
+
+from cosmic_curriculum import runner
+from cosmic_curriculum.errors import (
+    BlockedError,
+    ConfigError,
+    GitError,
+    LockError,
+    StateError,
+    TrainerError,
+)
+from cosmic_curriculum.orchestrator import (
+    RunOptions,
+    experiment_name,
+    latest_step_checkpoint,
+    margin_fails_exact,
+    run_curriculum,
+)
+from cosmic_curriculum.report import Reporter
+from cosmic_curriculum.state import WorkspaceLock
+
+
+class Recorder(Reporter):
+    def __init__(self) -> None:
+        self.events: list[tuple[str, Any]] = []
+
+    def info(self, message: str) -> None:
+        self.events.append(("info", message))
+
+    def warning(self, message: str) -> None:
+        self.events.append(("warning", message))
+
+    def training_progress(self, attempt: Any, progress: dict[str, Any]) -> None:
+        self.events.append(("progress", progress["timesteps"]))
+
+    def attempt_decided(self, entry: Any) -> None:
+        self.events.append(("decided", (entry.experiment, entry.decision)))
+
+    def warnings(self) -> list[str]:
+        return [m for kind, m in self.events if kind == "warning"]
+
+
+@pytest.fixture
+def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = make_workspace(tmp_path / "ws")
+    for key, value in fake_env(path).items():
+        monkeypatch.setenv(key, value)
+    return path
+
+
+def run(ws: Path, rec: Recorder | None = None, **kw: Any) -> Any:
+    kw.setdefault("push", False)
+    kw.setdefault("grace_seconds", 2.0)
+    return run_curriculum(RunOptions(workspace=ws, **kw), rec or Recorder())
+
+
+def argv_of(ws: Path, exp: str) -> list[str]:
+    starts = [r for r in trainer_runs(ws) if r["event"] == "start" and r["experiment"] == exp]
+    return list(starts[-1]["argv"])
+
+
+def evals(ws: Path) -> list[dict[str, str]]:
+    return [json.loads(x) for x in (ws / "fake_evals.jsonl").read_text().splitlines()]
+
+
+def test_names_and_exact_margin_rule() -> None:
+    assert experiment_name(0, "score", 0) == "curric-s1-score"
+    assert experiment_name(1, "defend", 3) == "curric-s2-defend-retry3"
+    # 0.15 exactly at the boundary fails (float subtraction would say 0.1499999...).
+    assert margin_fails_exact(30, 45, 100, 0.15)
+    assert not margin_fails_exact(31, 45, 100, 0.15)
+    assert margin_fails_exact(7, 10, 20, 0.15)
+    assert not margin_fails_exact(10, 8, 20, 0.15)
+
+
+def test_full_pass_flow_resume_and_reference_rules(ws: Path) -> None:
+    rec = Recorder()
+    state = run(ws, rec)
+    assert state.status == "done"
+    exps = ["curric-s1-score", "curric-s2-defend", "curric-s3-no_draws"]
+    assert completed_trainings(ws) == exps
+    # argv contract: name, budget, standing args, stage flags, resume by the rules.
+    a1 = argv_of(ws, exps[0])
+    assert a1[:7] == [exps[0], "--timesteps", "400", "--n-parallel", "2", "--speedup", "4"]
+    assert a1[7:] == ["--reset-std", "0.3", "--ent-coef", "0.001", "--stage-flag", "score"]
+    assert argv_of(ws, exps[1])[-2:] == ["--resume", f"checkpoints/{exps[0]}/final.zip"]
+    assert argv_of(ws, exps[2])[-2:] == ["--resume", f"checkpoints/{exps[1]}/final.zip"]
+    refs = [e["reference"] for e in evals(ws)]
+    assert refs == ["bots/rookie.json", f"bots/{exps[0]}.json", f"bots/{exps[1]}.json"]
+    data = read_state(ws)
+    assert [e["experiment"] for e in data["log"]] == exps
+    assert all(e["decision"] == "pass" and e["eval"]["episodes"] == 20 for e in data["log"])
+    history = json.loads((ws / "eval_history.json").read_text())
+    assert [r["id"] for r in history] == [e["eval_id"] for e in data["log"]]
+    subjects = git(ws, "log", "--format=%s").splitlines()
+    assert subjects[:3] == [f"chore(training): curriculum progress after {e}" for e in exps[::-1]]
+    # The final done state is what HEAD holds, and every attempt's bot and log are in it.
+    assert json.loads(git(ws, "show", "HEAD:curriculum_state.json"))["status"] == "done"
+    tracked = git(ws, "ls-files").splitlines()
+    for exp in exps:
+        assert f"bots/{exp}.json" in tracked and f"logs/{exp}.log" in tracked
+    assert not any(p.startswith("checkpoints/") for p in tracked)
+    assert ("progress", 400) in rec.events
+    # Running again on a done curriculum does nothing.
+    assert run(ws).status == "done"
+    assert completed_trainings(ws) == exps
+
+
+def test_retry_then_block_review_and_messages(ws: Path) -> None:
+    set_scripts(
+        ws,
+        eval_script={
+            "curric-s2-defend": "fail",
+            "curric-s2-defend-retry1": "boundary",
+            "curric-s2-defend-retry2": "fail",
+        },
+    )
+    with pytest.raises(BlockedError) as info:
+        run(ws)
+    msg = str(info.value)
+    assert "curric-s2-defend-retry2" in msg and "--force-retry" in msg
+    assert "--skip-to-next-stage" in msg and "review-defend.md" in msg
+    data = read_state(ws)
+    assert data["status"] == "blocked" and data["stage_index"] == 1 and data["attempt"] == 3
+    assert [e["decision"] for e in data["log"]] == ["pass", "fail", "fail", "fail"]
+    # Retries resume the same stage's previous attempt.
+    assert argv_of(ws, "curric-s2-defend-retry1")[-1] == "checkpoints/curric-s2-defend/final.zip"
+    assert argv_of(ws, "curric-s2-defend-retry2")[-1] == (
+        "checkpoints/curric-s2-defend-retry1/final.zip"
+    )
+    review = (ws / "logs" / "review-defend.md").read_text()
+    assert "curric-s2-defend-retry1" in review and "6-9-5 / 20" in review  # boundary counts
+    assert "[curric-s2-defend.log](curric-s2-defend.log)" in review
+    assert "--force-retry" in review and "--skip-to-next-stage" in review
+    assert "logs/review-defend.md" in git(ws, "ls-files")
+    # A plain run of a blocked curriculum refuses (and says how to continue).
+    with pytest.raises(BlockedError, match="force-retry"):
+        run(ws)
+    assert len(completed_trainings(ws)) == 4
+
+
+def _block_stage_two(ws: Path) -> None:
+    set_scripts(
+        ws,
+        eval_script={
+            "curric-s2-defend": "fail",
+            "curric-s2-defend-retry1": "fail",
+            "curric-s2-defend-retry2": "fail",
+        },
+    )
+    with pytest.raises(BlockedError):
+        run(ws)
+
+
+def test_force_retry_runs_next_attempt_and_blocks_again_on_failure(ws: Path) -> None:
+    _block_stage_two(ws)
+    set_scripts(ws, eval_script={"*": "fail"})
+    with pytest.raises(BlockedError):
+        run(ws, force_retry=True, reason="new reward shaping")
+    data = read_state(ws)
+    last = data["log"][-1]
+    assert last["experiment"] == "curric-s2-defend-retry3" and last["decision"] == "fail"
+    assert last["reason"] == "new reward shaping" and last["forced_retry"] is True
+    assert data["status"] == "blocked" and data["attempt"] == 4
+    set_scripts(ws, eval_script={"*": "pass"})
+    assert run(ws, force_retry=True).status == "done"
+    assert "curric-s2-defend-retry4" in completed_trainings(ws)
+    assert argv_of(ws, "curric-s3-no_draws")[-1] == "checkpoints/curric-s2-defend-retry4/final.zip"
+
+
+def test_skip_to_next_stage_records_override_pass(ws: Path) -> None:
+    _block_stage_two(ws)
+    set_scripts(ws, eval_script={"*": "pass"})
+    assert run(ws, skip_to_next_stage=True, reason="good enough").status == "done"
+    data = read_state(ws)
+    skip = data["log"][4]
+    assert skip == {
+        "stage_index": 1,
+        "experiment": "curric-s2-defend-retry2",
+        "attempt": 2,
+        "decision": "pass",
+        "override": "skip_to_next_stage",
+        "reason": "good enough",
+        "decided_at": skip["decided_at"],
+    }
+    # The skipped attempt counts as the stage's passing experiment.
+    assert argv_of(ws, "curric-s3-no_draws")[-1] == "checkpoints/curric-s2-defend-retry2/final.zip"
+    assert evals(ws)[-1]["reference"] == "bots/curric-s2-defend-retry2.json"
+    assert "curric-s2-defend-retry2" in git(ws, "log", "-1", "--skip=1", "--format=%s")
+
+
+def test_overrides_on_a_curriculum_that_is_not_blocked_are_errors(ws: Path) -> None:
+    with pytest.raises(ConfigError, match="only to a blocked curriculum"):
+        run(ws, force_retry=True)
+    with pytest.raises(ConfigError, match="only to a blocked curriculum"):
+        run(ws, skip_to_next_stage=True, reason="x")
+    with pytest.raises(ConfigError, match="--reason"):
+        run(ws, reason="why")
+    assert trainer_runs(ws) == []
+
+
+def test_trainer_failure_is_an_attempt_error_and_rerun_retries_it(ws: Path) -> None:
+    set_scripts(ws, trainer_script={"curric-s1-score": {"mode": "fail_once"}})
+    with pytest.raises(TrainerError) as info:
+        run(ws)
+    msg = str(info.value)
+    assert "exited with status 3" in msg and "CUDA out of memory" in msg  # quotes the log
+    assert "not a gate failure" in msg
+    data = read_state(ws)
+    assert data["log"] == [] and data["attempt"] == 0
+    assert data["in_flight"]["error"] == "training command exited with status 3"
+    assert run(ws).status == "done"
+    data = read_state(ws)
+    assert data["log"][0]["experiment"] == "curric-s1-score"  # same attempt, not a retry
+    # The retried training resumed from the failed run's periodic checkpoint.
+    assert argv_of(ws, "curric-s1-score")[-2:] == [
+        "--resume",
+        "checkpoints/curric-s1-score/step_200.zip",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("mode", "needle"),
+    [
+        ("no_artifacts", "without writing checkpoints/curric-s1-score/final.zip"),
+        ("corrupt_bot", "invalid bot"),
+    ],
+)
+def test_trainer_contract_violations(ws: Path, mode: str, needle: str) -> None:
+    set_scripts(ws, trainer_script={"*": {"mode": mode}})
+    with pytest.raises(TrainerError, match=needle):
+        run(ws)
+    assert read_state(ws)["log"] == []
+
+
+def test_attempt_timeout_stops_a_hanging_trainer(ws: Path) -> None:
+    set_scripts(ws, trainer_script={"*": {"mode": "hang", "step_seconds": 0.05}})
+    with pytest.raises(TrainerError, match="attempt-timeout"):
+        run(ws, attempt_timeout=1.0)
+    pid = trainer_runs(ws)[0]["pid"]
+    assert runner.process_start_time(pid) is None  # gone
+
+
+def test_seed_checkpoint_only_for_stage_one_first_attempt(ws: Path, tmp_path: Path) -> None:
+    seed = tmp_path / "seed.zip"
+    seed.write_bytes(b"PK")
+    set_scripts(ws, eval_script={"curric-s1-score": "fail"})
+    run(ws, seed_checkpoint=seed, **{})
+    assert argv_of(ws, "curric-s1-score")[-2:] == ["--resume", str(seed)]
+    assert argv_of(ws, "curric-s1-score-retry1")[-1] == "checkpoints/curric-s1-score/final.zip"
+
+
+def test_seed_format_files_load_resume_and_keep_keys(ws: Path) -> None:
+    # A seed state mid-curriculum: stage 1 passed under the original script.
+    (ws / "bots" / "curric-s1-score.json").write_text('{"kind": "fake"}\n')
+    (ws / "checkpoints" / "curric-s1-score").mkdir(parents=True)
+    (ws / "checkpoints" / "curric-s1-score" / "final.zip").write_bytes(b"PK")
+    seed_entry = {
+        "stage_index": 0,
+        "experiment": "curric-s1-score",
+        "attempt": 0,
+        "eval": {"wins_a": 40, "wins_b": 35, "draws": 25, "episodes": 100},
+        "decision": "pass",
+        "operator_note": "kept",
+    }
+    seed = {
+        "stage_index": 1,
+        "attempt": 0,
+        "status": "in_progress",
+        "log": [seed_entry],
+        "custom_key": {"a": 1},
+    }
+    (ws / "curriculum_state.json").write_text(json.dumps(seed))
+    (ws / "eval_history.json").write_text(
+        json.dumps([{"wins_a": 40, "wins_b": 35, "draws": 25, "episodes": 100, "note": "seed"}])
+    )
+    assert run(ws).status == "done"
+    data = read_state(ws)
+    assert data["custom_key"] == {"a": 1}
+    assert data["log"][0] == seed_entry
+    history = json.loads((ws / "eval_history.json").read_text())
+    assert history[0] == {"wins_a": 40, "wins_b": 35, "draws": 25, "episodes": 100, "note": "seed"}
+    assert completed_trainings(ws) == ["curric-s2-defend", "curric-s3-no_draws"]
+    assert argv_of(ws, "curric-s2-defend")[-1] == "checkpoints/curric-s1-score/final.zip"
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "",
+        '{"stage_index": 0, "att',
+        "[1, 2]",
+        '{"stage_index": -1, "attempt": 0, "status": "x", "log": []}',
+        '{"schema_version": 99, "log": []}',
+    ],
+)
+def test_corrupt_state_is_refused_and_never_overwritten(ws: Path, content: str) -> None:
+    (ws / "curriculum_state.json").write_text(content)
+    with pytest.raises(StateError, match=r"curriculum_state\.json"):
+        run(ws)
+    assert (ws / "curriculum_state.json").read_text() == content
+    assert trainer_runs(ws) == []
+
+
+def test_stage_index_out_of_range_is_refused(ws: Path) -> None:
+    (ws / "curriculum_state.json").write_text(
+        json.dumps({"stage_index": 7, "attempt": 0, "status": "in_progress", "log": []})
+    )
+    with pytest.raises(StateError, match="out of range"):
+        run(ws)
+
+
+def test_corrupt_history_is_refused(ws: Path) -> None:
+    (ws / "eval_history.json").write_text('[{"wins_a": 1}')
+    with pytest.raises(StateError, match=r"eval_history\.json"):
+        run(ws)
+    assert trainer_runs(ws) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("max_retries = -1\n[[stages]]\nname = 'a'\n", "max_retries"),
+        ("bogus = 1\n[[stages]]\nname = 'a'\n", "bogus"),
+        ("[[stages]]\nname = '../x'\n", "name"),
+        ("not toml [", "stages.toml"),
+    ],
+)
+def test_invalid_configs_are_refused(ws: Path, text: str, needle: str) -> None:
+    (ws / "stages.toml").write_text(text)
+    with pytest.raises(ConfigError, match=needle):
+        run(ws)
+
+
+def test_preflight_reference_bot_and_training_command(ws: Path) -> None:
+    (ws / "bots" / "rookie.json").unlink()
+    with pytest.raises(ConfigError, match=r"rookie\.json"):
+        run(ws)
+    (ws / "bots" / "rookie.json").write_text("{}")
+    text = stages_toml().replace(
+        "training_command = [", 'training_command = ["scripts/missing.sh", '
+    )
+    (ws / "stages.toml").write_text(text)
+    with pytest.raises(ConfigError, match="training_command"):
+        run(ws)
+    (ws / "scripts").mkdir()
+    (ws / "scripts" / "missing.sh").write_text("#!/bin/sh\n")
+    with pytest.raises(ConfigError, match="chmod"):
+        run(ws)
+    assert trainer_runs(ws) == []
+
+
+def test_config_change_of_a_finished_stage_needs_consent(ws: Path) -> None:
+    set_scripts(
+        ws,
+        eval_script={
+            "curric-s2-defend": "fail",
+            "curric-s2-defend-retry1": "fail",
+            "curric-s2-defend-retry2": "fail",
+        },
+    )
+    with pytest.raises(BlockedError):
+        run(ws)
+    text = (ws / "stages.toml").read_text().replace('"--stage-flag", "score"', '"--new"')
+    (ws / "stages.toml").write_text(text)
+    with pytest.raises(ConfigError, match=r"finished stage 1 score .*flags"):
+        run(ws, skip_to_next_stage=True)
+    rec = Recorder()
+    run(ws, rec, skip_to_next_stage=True, accept_config_change=True)
+    assert any("changed since the last run" in w for w in rec.warnings())
+    # An unfinished stage's change is only a warning.
+    text = (ws / "stages.toml").read_text().replace('"--stage-flag", "no_draws"', '"--z"')
+    (ws / "stages.toml").write_text(text)
+
+
+def test_user_git_work_is_untouched(ws: Path) -> None:
+    (ws / "user.py").write_text("staged\n")
+    git(ws, "add", "user.py")
+    (ws / "stages.toml").write_text((ws / "stages.toml").read_text() + "\n# my edit\n")
+    before = git(ws, "status", "--porcelain")
+    staged = git(ws, "diff", "--cached")
+    run(ws)
+    assert git(ws, "diff", "--cached") == staged
+    assert "# my edit" in (ws / "stages.toml").read_text()
+    after = [ln for ln in git(ws, "status", "--porcelain").splitlines() if "fake_" not in ln]
+    assert after == before.splitlines()
+    for rev in ("HEAD", "HEAD~1", "HEAD~2"):
+        files = git(ws, "show", "--name-only", "--format=", rev).splitlines()
+        assert "user.py" not in files and "stages.toml" not in files
+
+
+def test_not_a_git_repo_warns_once_and_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = make_workspace(tmp_path / "plain", git_repo=False)
+    for key, value in fake_env(path).items():
+        monkeypatch.setenv(key, value)
+    rec = Recorder()
+    assert run(path, rec).status == "done"
+    assert sum("not a git repository" in w for w in rec.warnings()) == 1
+
+
+def test_unreachable_remote_sets_push_pending_and_training_goes_on(
+    ws: Path, tmp_path: Path
+) -> None:
+    bare = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(bare))
+    git(ws, "remote", "add", "origin", str(bare))
+    set_scripts(
+        ws,
+        eval_script={
+            "curric-s2-defend": "fail",
+            "curric-s2-defend-retry1": "fail",
+            "curric-s2-defend-retry2": "fail",
+        },
+    )
+    with pytest.raises(BlockedError):
+        run(ws, push=True)
+    assert git(bare, "rev-parse", "main") == git(ws, "rev-parse", "HEAD")
+    assert read_state(ws)["push_pending"] is False
+    import shutil
+
+    shutil.rmtree(bare)
+    rec = Recorder()
+    set_scripts(ws, eval_script={"*": "pass"})
+    assert run(ws, rec, push=True, skip_to_next_stage=True).status == "done"
+    assert any("push" in w for w in rec.warnings())
+    assert read_state(ws)["push_pending"] is True
+    git(tmp_path, "init", "-q", "--bare", str(bare))  # the remote is back
+    rec = Recorder()
+    run(ws, rec, push=True)  # catch-up commit carries the flag change; the push succeeds
+    assert git(bare, "rev-parse", "main") == git(ws, "rev-parse", "HEAD")
+
+
+def test_detached_head_is_refused_before_training(ws: Path) -> None:
+    git(ws, "checkout", "-q", "--detach")
+    with pytest.raises(GitError, match="detached"):
+        run(ws)
+    assert trainer_runs(ws) == []
+
+
+def test_second_run_is_refused_while_the_lock_is_held(ws: Path) -> None:
+    with WorkspaceLock(ws), pytest.raises(LockError, match=f"pid {os.getpid()}"):
+        run(ws)
+
+
+def test_crash_after_training_never_retrains(ws: Path) -> None:
+    """State left at 'trained' (a kill between training and evaluation): no retraining."""
+    set_scripts(ws, eval_script={"*": "error"})
+    with pytest.raises(Exception, match="evaluation_command failed"):
+        run(ws)
+    assert read_state(ws)["in_flight"]["phase"] == "trained"
+    set_scripts(ws, eval_script={"*": "pass"})
+    assert run(ws).status == "done"
+    assert completed_trainings(ws).count("curric-s1-score") == 1
+
+
+def test_latest_step_checkpoint(tmp_path: Path) -> None:
+    assert latest_step_checkpoint(tmp_path / "none") is None
+    for n in (5, 100, 20):
+        (tmp_path / f"step_{n}.zip").write_bytes(b"")
+    (tmp_path / "step_x.zip").write_bytes(b"")
+    assert latest_step_checkpoint(tmp_path) == tmp_path / "step_100.zip"
