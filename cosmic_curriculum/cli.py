@@ -543,7 +543,10 @@ def gate_simulate_command(
                 f"{row['mean_episodes_equal']:.0f} / {row['p95_episodes_equal']:.0f}",
                 f"{row['mean_episodes_worse']:.0f} / {row['p95_episodes_worse']:.0f}",
             )
-        Console().print(table)
+        console = Console()
+        if not console.is_terminal:  # logs and pipes: keep each row on one line
+            console = Console(width=max(console.width, 150))
+        console.print(table)
         if json_out is not None:
             fsio.atomic_write_json(json_out, rows)
 
