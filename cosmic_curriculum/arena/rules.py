@@ -21,12 +21,13 @@ idx   name      effect
 ====  ========  ===========================================================
 
 Per tick: turn (exact rotations, re-orthonormalised), accelerate, drag (exponential
-decay), cap speed, move; then ship-ship and ship-orb sphere collisions (impulses with
+decay), move; then ship-ship and ship-orb sphere collisions (impulses with
 restitution, computed from the same pre-collision velocities for both ships so the rules
 are exactly symmetric between sides), wall bounces with restitution, and goal detection:
 the orb scores when its centre crosses an end wall's plane inside the goal mouth
 (``|y| < goal_half_width`` and ``|z| < goal_half_height``); outside the mouth the end wall
-bounces it back as soon as its surface touches. Ships cannot enter goal mouths.
+bounces it back as soon as its surface touches. Ships cannot enter goal mouths. Finally
+speeds are capped (``ship_max_speed``, ``orb_max_speed``).
 
 ``allow_vertical = False`` keeps every position and velocity at z = 0 (lift and any
 vertical component of thrust are dropped); ``allow_pitch_roll = False`` ignores pitch and
@@ -276,10 +277,6 @@ def step(
     vel = state.ship_vel
     vel += acc * dt
     vel *= c.ship_decay
-    speed = norm(vel)
-    over = speed > s.ship_max_speed
-    if over.any():
-        vel *= np.where(over, s.ship_max_speed / np.maximum(speed, 1e-12), 1.0)[..., None]
     pos = state.ship_pos
     pos += vel * dt
 
@@ -346,6 +343,11 @@ def step(
         pos[..., 2] = 0.0
         vel[..., 2] = 0.0
 
+    # speed caps last, so that collision impulses cannot exceed them either
+    speed = norm(vel)
+    over = speed > s.ship_max_speed
+    if over.any():
+        vel *= np.where(over, s.ship_max_speed / np.maximum(speed, 1e-12), 1.0)[..., None]
     ospeed = norm(orb_v)
     over = ospeed > s.orb_max_speed
     if over.any():
