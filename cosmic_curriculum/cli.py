@@ -78,7 +78,7 @@ def train_command(
     n_parallel: int = typer.Option(
         256, help="Games simulated in parallel in the one vectorized env."
     ),
-    speedup: int = typer.Option(8, help="Physics ticks per decision (action repeat)."),
+    speedup: int = typer.Option(16, help="Physics ticks per decision (action repeat)."),
     resume: Path | None = typer.Option(
         None,
         help="Checkpoint .zip under checkpoints/. Inside checkpoints/<experiment>/ it continues "
@@ -115,11 +115,12 @@ def train_command(
         250_000, help="Timesteps between step_<n>.zip checkpoints."
     ),
     keep_checkpoints: int = typer.Option(3, help="Periodic checkpoints kept."),
-    learning_rate: float = typer.Option(3e-4, help="PPO learning rate."),
-    rollout_size: int = typer.Option(16384, help="Env steps per PPO update (over all games)."),
-    batch_size: int = typer.Option(4096, help="PPO minibatch size (large is fast on CPU)."),
-    n_epochs: int = typer.Option(4, help="PPO epochs per update."),
+    learning_rate: float = typer.Option(5e-4, help="PPO learning rate."),
+    rollout_size: int = typer.Option(8192, help="Env steps per PPO update (over all games)."),
+    batch_size: int = typer.Option(2048, help="PPO minibatch size (large is fast on CPU)."),
+    n_epochs: int = typer.Option(8, help="PPO epochs per update."),
     gamma: float = typer.Option(0.99, help="Discount factor per decision."),
+    init_std: float = typer.Option(0.5, help="Action std of a fresh policy (exploration)."),
     selfplay_snapshot_every: int = typer.Option(
         50_000, help="Self-play: timesteps between snapshots."
     ),
@@ -164,6 +165,7 @@ def train_command(
             batch_size=batch_size,
             n_epochs=n_epochs,
             gamma=gamma,
+            init_std=init_std,
             selfplay_snapshot_every=selfplay_snapshot_every,
             selfplay_window=selfplay_window,
             selfplay_swap_every=selfplay_swap_every,

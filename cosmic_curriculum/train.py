@@ -75,7 +75,7 @@ class TrainSettings(BaseModel):
     workspace: Path = Path(".")
     timesteps: int = Field(1_000_000, ge=1, description="timesteps to train (this run)")
     n_parallel: int = Field(256, ge=1, le=1_000_000, description="games in the one VecEnv")
-    speedup: int = Field(8, ge=1, le=600, description="physics ticks per decision")
+    speedup: int = Field(16, ge=1, le=600, description="physics ticks per decision")
     resume: Path | None = None
     reset_std: float | None = Field(None, gt=0.0, description="on resume: log-std := log(F)")
     ent_coef: float = Field(0.0, ge=0.0, le=1.0)
@@ -90,10 +90,10 @@ class TrainSettings(BaseModel):
     torch_threads: int = Field(1, ge=1, le=256)
 
     # PPO
-    learning_rate: float = Field(3e-4, gt=0.0, le=1.0)
-    rollout_size: int = Field(16384, ge=1, description="env steps per PPO update (all games)")
-    batch_size: int = Field(4096, ge=1)
-    n_epochs: int = Field(4, ge=1, le=100)
+    learning_rate: float = Field(5e-4, gt=0.0, le=1.0)
+    rollout_size: int = Field(8192, ge=1, description="env steps per PPO update (all games)")
+    batch_size: int = Field(2048, ge=1)
+    n_epochs: int = Field(8, ge=1, le=100)
     gamma: float = Field(0.99, gt=0.0, le=1.0)
     gae_lambda: float = Field(0.95, ge=0.0, le=1.0)
     clip_range: float = Field(0.2, gt=0.0, le=1.0)

@@ -115,3 +115,40 @@ def test_works_outside_a_git_repository(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "bots" / "exp4.json").is_file()
     assert (tmp_path / "logs" / "exp4.log").is_file()
+
+
+@pytest.mark.slow
+def test_pulls_before_and_pushes_after_training(tmp_path: Path) -> None:
+    origin = tmp_path / "origin.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(origin))
+    seed = tmp_path / "seed"
+    make_repo(seed)
+    git(seed, "remote", "add", "origin", str(origin))
+    git(seed, "push", "-q", "-u", "origin", "main")
+    ws = tmp_path / "ws"
+    git(tmp_path, "clone", "-q", str(origin), str(ws))
+    git(ws, "config", "user.name", "Test User")
+    git(ws, "config", "user.email", "test@example.invalid")
+    # a teammate pushes while we are away: the wrapper fast-forwards before training
+    (seed / "stages.toml").write_text("# new curriculum\n")
+    git(seed, "add", "stages.toml")
+    git(seed, "commit", "-q", "-m", "teammate")
+    git(seed, "push", "-q", "origin", "main")
+
+    proc = run_wrapper(ws, "exp5", *TINY)
+    assert proc.returncode == 0, proc.stderr
+    assert (ws / "stages.toml").is_file()
+    assert git(origin, "log", "-1", "--format=%s", "main").strip().startswith("Train exp5")
+    pushed = git(origin, "show", "--name-only", "--format=", "main").split()
+    assert "bots/exp5.json" in pushed
+
+
+@pytest.mark.slow
+def test_a_failing_push_is_only_a_warning(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    make_repo(ws)
+    git(ws, "remote", "add", "origin", str(tmp_path / "missing.git"))
+    proc = run_wrapper(ws, "exp6", *TINY)
+    assert proc.returncode == 0, proc.stderr
+    assert "warning: push failed" in proc.stderr
+    assert "bots/exp6.json" in git(ws, "show", "--name-only", "--format=", "HEAD")

@@ -1,0 +1,98 @@
+"""Training throughput: our trainer's defaults on the batched arena vs SB3's usual setup.
+
+    .venv/bin/python bench/bench_train.py [--timesteps 131072] [--baseline-timesteps 32768]
+
+Side by side in one run, same game (GameSettings with decision_ticks = --speedup), same
+opponent (inert), same machine load:
+
+* ours: PPO with ``cosmic_curriculum.train``'s default hyperparameters (rollout, minibatch,
+  epochs, net) on ONE ``ArenaVecEnv`` simulating ``--n-parallel`` games in numpy;
+* baseline: what an SB3 user writes first, ``make_vec_env(ArenaEnv, n_envs=8)`` (a
+  ``DummyVecEnv`` of single-game gymnasium envs) with SB3's default PPO hyperparameters
+  (n_steps 2048, batch 64, 10 epochs, [64, 64] tanh).
+
+Both use ``torch.set_num_threads(--torch-threads)`` (1 by default: see docs/BENCHMARKS.md;
+the baseline would be slower still with torch's default threads on a busy machine).
+Prints env steps per second of ``model.learn`` (rollouts + updates) and the ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+import torch
+from stable_baselines3 import PPO
+from stable_baselines3.common.env_util import make_vec_env
+
+from cosmic_curriculum import policies, train
+from cosmic_curriculum.arena import GameSettings
+from cosmic_curriculum.arena.gym_env import ArenaEnv
+from cosmic_curriculum.arena.vec_env import ArenaVecEnv
+
+
+def steps_per_second(model: PPO, timesteps: int) -> tuple[float, int]:
+    start = time.perf_counter()
+    model.learn(total_timesteps=timesteps, progress_bar=False)
+    elapsed = time.perf_counter() - start
+    return model.num_timesteps / elapsed, int(model.num_timesteps)
+
+
+def ours(settings: train.TrainSettings, game: GameSettings) -> PPO:
+    env = ArenaVecEnv(settings.n_parallel, game, policies.InertBot(game.decision_ticks), seed=0)
+    return PPO(
+        "MlpPolicy",
+        env,
+        policy_kwargs=train.policy_kwargs(settings),
+        seed=0,
+        device="cpu",
+        verbose=0,
+        **train.ppo_kwargs(settings),
+    )
+
+
+def baseline(game: GameSettings, n_envs: int) -> PPO:
+    def make() -> Any:
+        return ArenaEnv(game, policies.InertBot(game.decision_ticks))
+
+    env = make_vec_env(make, n_envs=n_envs, seed=0)
+    return PPO("MlpPolicy", env, seed=0, device="cpu", verbose=0)
+
+
+def main() -> None:
+    defaults = train.TrainSettings(experiment="bench")
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--timesteps", type=int, default=131_072)
+    parser.add_argument("--baseline-timesteps", type=int, default=32_768)
+    parser.add_argument("--n-parallel", type=int, default=defaults.n_parallel)
+    parser.add_argument("--speedup", type=int, default=defaults.speedup)
+    parser.add_argument("--baseline-envs", type=int, default=8)
+    parser.add_argument("--torch-threads", type=int, default=1)
+    args = parser.parse_args()
+
+    torch.set_num_threads(args.torch_threads)
+    settings = defaults.model_copy(update={"n_parallel": args.n_parallel, "speedup": args.speedup})
+    game = GameSettings(decision_ticks=args.speedup)
+    n_steps, batch = train.ppo_layout(settings)
+    print(
+        f"ours: ArenaVecEnv({settings.n_parallel} games), n_steps {n_steps}, batch {batch}, "
+        f"epochs {settings.n_epochs}, net {list(settings.net_arch)} {settings.activation}"
+    )
+    print(
+        f"baseline: make_vec_env(ArenaEnv, n_envs={args.baseline_envs}), SB3 PPO defaults "
+        "(n_steps 2048, batch 64, epochs 10, net [64, 64] tanh)"
+    )
+    print(f"speedup {args.speedup} ticks/decision, torch threads {args.torch_threads}")
+
+    ours_sps, ours_steps = steps_per_second(ours(settings, game), args.timesteps)
+    print(f"ours:     {ours_sps:10,.0f} env steps/s  ({ours_steps:,} steps)", flush=True)
+    base_sps, base_steps = steps_per_second(
+        baseline(game, args.baseline_envs), args.baseline_timesteps
+    )
+    print(f"baseline: {base_sps:10,.0f} env steps/s  ({base_steps:,} steps)", flush=True)
+    print(f"ratio:    {ours_sps / base_sps:10.1f}x")
+
+
+if __name__ == "__main__":
+    main()
