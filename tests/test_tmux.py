@@ -1,0 +1,109 @@
+"""The tmux launcher (`run --detach`, scripts/curriculum.sh) with a real tmux server."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fakes.workspace import cli_env, make_workspace, read_state, set_scripts
+
+from cosmic_curriculum import runner
+from cosmic_curriculum.workspace import TMUX_SOCKET_ENV, session_name
+
+REPO = Path(__file__).resolve().parent.parent
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed"),
+]
+
+
+@pytest.fixture
+def socket() -> Iterator[str]:
+    name = f"cc-test-{os.getpid()}-{secrets.token_hex(3)}"
+    yield name
+    subprocess.run(["tmux", "-L", name, "kill-server"], capture_output=True)
+
+
+def env_for(ws: Path, socket: str) -> dict[str, str]:
+    env = cli_env(ws)
+    env[TMUX_SOCKET_ENV] = socket
+    return env
+
+
+def has_session(socket: str, name: str) -> bool:
+    probe = ["tmux", "-L", socket, "has-session", "-t", f"={name}"]
+    return subprocess.run(probe, capture_output=True).returncode == 0
+
+
+def wait_for(pred: object, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():  # type: ignore[operator]
+            return
+        time.sleep(0.1)
+    raise AssertionError("timed out")
+
+
+def detach(ws: Path, socket: str, *extra: str) -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, "-m", "cosmic_curriculum", "run", "--detach", "--no-push"]
+    return subprocess.run(
+        [*argv, "--workspace", str(ws), *extra],
+        env=env_for(ws, socket),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_detach_runs_in_tmux_logs_and_refuses_a_second_start(tmp_path: Path, socket: str) -> None:
+    ws = make_workspace(tmp_path / "my.ws")
+    set_scripts(ws, trainer_script={"curric-s1-score": {"steps": 10, "step_seconds": 0.2}})
+    name = session_name(ws)
+    assert "." not in name and ":" not in name
+    first = detach(ws, socket)
+    assert first.returncode == 0, first.stderr
+    assert name in first.stdout and f"tmux -L {socket} attach -t {name}" in first.stdout
+    assert has_session(socket, name)
+    second = detach(ws, socket)
+    assert second.returncode == 0 and "already running" in second.stdout
+    wait_for(lambda: not has_session(socket, name), timeout=60)  # the run ends on its own
+    assert read_state(ws)["status"] == "done"
+    log = (ws / "logs" / "curriculum.log").read_text()
+    assert "curric-s3-no_draws" in log and "curriculum done" in log
+
+
+def test_kill_session_stops_the_trainer_and_resume_continues(tmp_path: Path, socket: str) -> None:
+    ws = make_workspace(tmp_path / "ws")
+    set_scripts(ws, trainer_script={"curric-s1-score": {"steps": 100, "step_seconds": 0.2}})
+    name = session_name(ws)
+    script = subprocess.run(
+        [str(REPO / "scripts" / "curriculum.sh"), "--workspace", str(ws), "--no-push"],
+        env=env_for(ws, socket),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert script.returncode == 0, script.stderr
+    assert "started the curriculum" in script.stdout
+    wait_for(lambda: (ws / "checkpoints" / "curric-s1-score" / "step_8.zip").exists())
+    pgid = read_state(ws)["in_flight"]["pgid"]
+    subprocess.run(["tmux", "-L", socket, "kill-session", "-t", f"={name}"], check=True)
+    wait_for(lambda: not runner.group_members(pgid), timeout=10)
+    wait_for(lambda: read_state(ws)["in_flight"].get("interrupted") is True, timeout=10)
+    set_scripts(ws, trainer_script={})
+    resumed = subprocess.run(
+        [sys.executable, "-m", "cosmic_curriculum", "run", "--workspace", str(ws), "--no-push"],
+        env=env_for(ws, socket),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    assert read_state(ws)["status"] == "done"
