@@ -534,7 +534,9 @@ def gate_simulate_command(
             "episodes equal: mean / p95",
             "worse: mean / p95",
         ):
-            table.add_column(head, justify="left" if head == "rule" else "right")
+            table.add_column(
+                head, justify="left" if head == "rule" else "right", no_wrap=head == "rule"
+            )
         for row in rows:
             table.add_row(
                 row["rule"],
