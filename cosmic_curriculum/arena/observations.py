@@ -39,7 +39,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from cosmic_curriculum.arena.rules import ACT_SIZE, ArenaState, cross, dot
+from cosmic_curriculum.arena.rules import ACT_SIZE, ArenaState, cross
 from cosmic_curriculum.arena.settings import GameSettings
 
 OWN_POS = slice(0, 3)
@@ -83,48 +83,68 @@ __all__ = ["ACT_SIZE", "FIELDS", "OBS_SIZE", "observe"]
 _FLIP = np.array([[1.0, 1.0, 1.0], [-1.0, -1.0, 1.0]])
 
 
-def _body(
-    vec: NDArray[np.float64],
-    f: NDArray[np.float64],
-    left: NDArray[np.float64],
-    u: NDArray[np.float64],
-) -> NDArray[np.float64]:
-    return np.stack((dot(vec, f), dot(vec, left), dot(vec, u)), axis=-1)
+def _scales(settings: GameSettings) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Per-side multipliers of the attack-frame block (indices 0-26) and of the body-frame
+    block (27-41), cached per settings."""
+    cached = _SCALE_CACHE.get(settings)
+    if cached is not None:
+        return cached
+    s = settings
+    half = np.array([s.arena_half_length, s.arena_half_width, s.arena_half_height])
+    per_vec = [
+        1.0 / half,  # own pos
+        np.full(3, 1.0 / s.ship_max_speed),  # own vel
+        np.ones(3),  # own fwd
+        np.ones(3),  # own up
+        1.0 / half,  # orb pos
+        np.full(3, 1.0 / s.orb_max_speed),  # orb vel
+        1.0 / half,  # opp pos
+        np.full(3, 1.0 / s.ship_max_speed),  # opp vel
+        np.ones(3),  # opp fwd
+    ]
+    attack = np.stack([np.concatenate([v * _FLIP[side] for v in per_vec]) for side in (0, 1)])
+    diag = s.arena_diagonal
+    rel_speed = s.orb_max_speed + s.ship_max_speed
+    body = np.array([1.0 / diag, 1.0 / rel_speed, 1.0 / diag, 1.0 / diag, 1.0 / diag])
+    if len(_SCALE_CACHE) > 64:
+        _SCALE_CACHE.clear()
+    _SCALE_CACHE[settings] = (attack, body)
+    return attack, body
+
+
+_SCALE_CACHE: dict[GameSettings, tuple[NDArray[np.float64], NDArray[np.float64]]] = {}
 
 
 def observe(state: ArenaState, settings: GameSettings) -> NDArray[np.float32]:
     """Both sides' observations, ``float32 (n, 2, OBS_SIZE)`` (see the module docstring)."""
     s = settings
     n = state.n
-    half = np.array([s.arena_half_length, s.arena_half_width, s.arena_half_height])
-    diag = s.arena_diagonal
+    attack_scale, body_scale = _scales(s)
     out = np.empty((n, 2, OBS_SIZE), dtype=np.float64)
 
     pos, vel = state.ship_pos, state.ship_vel
     f, u = state.ship_fwd, state.ship_up
-    left = cross(u, f)
-    opp_pos, opp_vel = pos[:, ::-1], vel[:, ::-1]
-    orb_p = state.orb_pos[:, None, :]
-    orb_v = state.orb_vel[:, None, :]
+    orb_p = np.broadcast_to(state.orb_pos[:, None, :], (n, 2, 3))
+    orb_v = np.broadcast_to(state.orb_vel[:, None, :], (n, 2, 3))
+    opp_pos = pos[:, ::-1]
 
-    out[..., OWN_POS] = pos * (_FLIP / half)
-    out[..., OWN_VEL] = vel * (_FLIP / s.ship_max_speed)
-    out[..., OWN_FWD] = f * _FLIP
-    out[..., OWN_UP] = u * _FLIP
-    out[..., ORB_POS] = orb_p * (_FLIP / half)
-    out[..., ORB_VEL] = orb_v * (_FLIP / s.orb_max_speed)
-    out[..., OPP_POS] = opp_pos * (_FLIP / half)
-    out[..., OPP_VEL] = opp_vel * (_FLIP / s.ship_max_speed)
-    out[..., OPP_FWD] = f[:, ::-1] * _FLIP
+    # attack frame: nine 3-vectors per side, one concatenate and one multiply
+    np.concatenate(
+        (pos, vel, f, u, orb_p, orb_v, opp_pos, vel[:, ::-1], f[:, ::-1]), axis=2, out=out[..., :27]
+    )
+    out[..., :27] *= attack_scale
 
-    out[..., ORB_REL] = _body(orb_p - pos, f, left, u) / diag
-    out[..., ORB_REL_V] = _body(orb_v - vel, f, left, u) / (s.orb_max_speed + s.ship_max_speed)
-    out[..., OPP_REL] = _body(opp_pos - pos, f, left, u) / diag
-    # goal centres in the world: blue attacks +x, orange attacks -x
+    # body frame: five world vectors per side, rotated by one batched matmul
     goal = np.zeros((2, 3))
     goal[0, 0], goal[1, 0] = s.arena_half_length, -s.arena_half_length
-    out[..., GOAL_REL] = _body(goal - pos, f, left, u) / diag
-    out[..., HOME_REL] = _body(goal[::-1] - pos, f, left, u) / diag
+    world = np.stack(
+        (orb_p - pos, orb_v - vel, opp_pos - pos, goal - pos, goal[::-1] - pos), axis=2
+    )
+    axes = np.stack((f, cross(u, f), u), axis=3)  # columns: forward, left, up
+    body = np.matmul(world, axes)  # (n, 2, 5, 3)
+    body *= body_scale[:, None]
+    out[..., 27:42] = body.reshape(n, 2, 15)
+
     left_share = 1.0 - state.ticks / s.max_ticks
     out[..., TIME_LEFT] = (2.0 * left_share - 1.0)[:, None]
     np.clip(out, -1.0, 1.0, out=out)
