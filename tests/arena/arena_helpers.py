@@ -20,10 +20,10 @@ def random_orientations(rng: np.random.Generator, shape: tuple[int, ...]):
     return f, u
 
 
-def crowded_state(n: int, rng: np.random.Generator) -> ArenaState:
-    """Random 3-D states with everything close together (lots of collisions) and some
-    orbs next to the end walls (goals and bounces)."""
-    state = new_state(n, FULL, rng)
+def crowded_state(n: int, rng: np.random.Generator, settings: GameSettings = FULL) -> ArenaState:
+    """Random states with everything close together (lots of collisions) and some orbs
+    next to the end walls (goals and bounces); level and planar when ``settings`` say so."""
+    state = new_state(n, settings, rng)
     centre = rng.uniform(-17.0, 17.0, size=(n, 1, 3)) * np.array([1.0, 0.4, 0.5])
     state.ship_pos[:] = centre + rng.normal(scale=1.5, size=(n, 2, 3))
     state.orb_pos[:] = centre[:, 0] + rng.normal(scale=1.5, size=(n, 3))
@@ -36,4 +36,11 @@ def crowded_state(n: int, rng: np.random.Generator) -> ArenaState:
     state.ship_vel[:] = rng.normal(scale=6.0, size=(n, 2, 3))
     state.orb_vel[:] = rng.normal(scale=8.0, size=(n, 3))
     state.ship_fwd[:], state.ship_up[:] = random_orientations(rng, (n, 2))
+    if not settings.allow_pitch_roll:
+        yaw = rng.uniform(-np.pi, np.pi, size=(n, 2))
+        state.ship_fwd[:] = np.stack((np.cos(yaw), np.sin(yaw), np.zeros_like(yaw)), axis=-1)
+        state.ship_up[:] = (0.0, 0.0, 1.0)
+    if not settings.allow_vertical:
+        for arr in (state.ship_pos, state.ship_vel, state.orb_pos, state.orb_vel):
+            arr[..., 2] = 0.0
     return state
