@@ -27,7 +27,7 @@ class GateSettings(BaseModel):
     ``check = "pair"`` (default) the test looks after every pair of a batch, in order,
     and pairs after the deciding one are discarded (simulated games are cheap; the error
     rates and episode counts are those of a per-pair test); with ``check = "batch"`` it
-    looks only after whole batches (for costly games: fewer looks, ~10% more episodes
+    looks only after whole batches (for costly games: fewer looks, 13-20% more episodes
     at 5 pairs). See docs/GATES.md for measured error rates.
     """
 
