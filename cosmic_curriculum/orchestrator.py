@@ -280,6 +280,7 @@ class Orchestrator:
             for removed in fsio.clean_stale_temps(directory):
                 self.reporter.info(f"removed stale temp file {self.rel(removed)}")
         self.state = load_state(self.state_path)
+        loaded = self.state.to_json()
         flight = self.state.in_flight
         if flight is not None and flight.pgid is not None:
             if runner.stop_recorded_group(
@@ -298,7 +299,8 @@ class Orchestrator:
         self._preflight_commands()
         if self.use_git:
             self._commit("catch-up")  # a crash between save and commit left changes behind
-        save_state(self.state_path, self.state)
+        if self.state.to_json() != loaded:
+            self._save()
 
     def _preflight_git(self) -> None:
         warning = vcs.preflight(self.ws)
@@ -325,10 +327,13 @@ class Orchestrator:
                 if old == new:
                     continue
                 name = new_defs[i]["name"] if i < len(new_defs) else f"#{i + 1}"
-                detail = _describe_change(
-                    old_defs[i] if i < len(old_defs) else None,
-                    new_defs[i] if i < len(new_defs) else None,
-                )
+                if i >= len(old_hashes):
+                    detail = "added"
+                else:
+                    detail = _describe_change(
+                        old_defs[i] if i < len(old_defs) else None,
+                        new_defs[i] if i < len(new_defs) else None,
+                    )
                 changes.append(f"stage {i + 1} {name}: {detail}")
                 if i < finished:
                     finished_changed.append(f"stage {i + 1} {name} ({detail})")
@@ -403,7 +408,7 @@ class Orchestrator:
         state.log.append(entry)
         state.blocked_reason = None
         self._advance_stage()
-        save_state(self.state_path, state)
+        self._save()
         self.reporter.attempt_decided(entry)
         self._commit(exp, extra=[self.bot_path(exp), self.log_path(exp)])
 
@@ -560,7 +565,15 @@ class Orchestrator:
             self._persist(flight)
 
     def _save(self, phase: str | None = None) -> None:
-        save_state(self.state_path, self.state)
+        try:
+            save_state(self.state_path, self.state)
+        except OSError as exc:
+            # The atomic write left the previous state intact: say so instead of a traceback.
+            raise StateError(
+                f"{self.state_path}: cannot save the curriculum state ({exc.strerror or exc}); "
+                f"the previous state is intact; free space or fix permissions and re-run "
+                f"`{self.command()}`"
+            ) from None
         if phase:
             _pause_at(phase)
 
@@ -708,7 +721,14 @@ class Orchestrator:
             return
         record = self._find_own_record(flight)
         if record is None:
-            record = self._run_evaluation(flight)
+            try:
+                record = self._run_evaluation(flight)
+            except OSError as exc:
+                raise EvaluationError(
+                    f"{self.history_path}: evaluation of {flight.experiment} could not be "
+                    f"stored ({exc.strerror or exc}); the history is intact; fix it and re-run "
+                    f"`{self.command()}` (training is kept)"
+                ) from None
         flight.eval_id = str(record["id"])
         flight.phase = "evaluated"
         self._save("evaluated")
@@ -755,7 +775,9 @@ class Orchestrator:
             history_path=self.history_path,
             gate=settings,
             seed=seed,
-            on_progress=lambda p: self.reporter.evaluation_progress(flight, p),
+            on_progress=lambda played, planned: self.reporter.evaluation_progress(
+                flight, {"episodes": played, "planned": planned}
+            ),
             extra={
                 "curriculum_experiment": flight.experiment,
                 "stage_index": flight.stage_index,
@@ -893,7 +915,7 @@ class Orchestrator:
         ok, detail = vcs.push(self.ws, timeout=self.opts.push_timeout)
         if ok != (not self.state.push_pending):
             self.state.push_pending = not ok
-            save_state(self.state_path, self.state)
+            self._save()
         if not ok:
             self.reporter.warning(
                 f"{detail}; training goes on, the push is retried after the next commit"
@@ -982,7 +1004,7 @@ def _describe_change(old: dict[str, Any] | None, new: dict[str, Any] | None) -> 
     if old is None and new is None:
         return "changed"
     if old is None:
-        return "added" if new is not None and not new.get("_unknown") else "changed"
+        return "definition changed (the earlier one was not recorded)"
     if new is None:
         return "removed"
     keys = [k for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]

@@ -480,3 +480,44 @@ def test_latest_step_checkpoint(tmp_path: Path) -> None:
         (tmp_path / f"step_{n}.zip").write_bytes(b"")
     (tmp_path / "step_x.zip").write_bytes(b"")
     assert latest_step_checkpoint(tmp_path) == tmp_path / "step_100.zip"
+
+
+def test_built_in_evaluator_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No evaluation_command: bots are validated by policies.load_bot and evaluated in-process."""
+    repo_bots = Path(__file__).resolve().parent.parent / "bots"
+    if not (repo_bots / "rookie.json").is_file():
+        pytest.skip("the repository's rookie bot is not there")
+    ws = make_workspace(
+        tmp_path / "ws",
+        stages=["score"],
+        max_retries=0,
+        external_eval=False,
+        trainer_script={"*": {"bot_source": str(repo_bots / "rookie.json")}},
+    )
+    (ws / "bots" / "rookie.json").write_bytes((repo_bots / "rookie.json").read_bytes())
+    for key, value in fake_env(ws).items():
+        monkeypatch.setenv(key, value)
+    try:
+        state = run(ws)
+    except BlockedError:
+        state = None
+    data = read_state(ws)
+    entry = data["log"][0]
+    record = json.loads((ws / "eval_history.json").read_text())[0]
+    assert record["id"] == entry["eval_id"] and record["curriculum_experiment"] == "curric-s1-score"
+    assert entry["eval"]["episodes"] == record["episodes"] == 20
+    assert entry["decision"] == record["gate"]["verdict"]
+    assert (state is not None) == (entry["decision"] == "pass")
+    # A bot that fails validation is an attempt error, not a gate failure.
+    (ws / "bots" / "broken.json").write_text('{"kind": "mlp"}')
+    ws2 = make_workspace(
+        tmp_path / "ws2",
+        stages=["score"],
+        external_eval=False,
+        trainer_script={"*": {"bot_source": str(ws / "bots" / "broken.json")}},
+    )
+    (ws2 / "bots" / "rookie.json").write_bytes((repo_bots / "rookie.json").read_bytes())
+    for key, value in fake_env(ws2).items():
+        monkeypatch.setenv(key, value)
+    with pytest.raises(TrainerError, match="invalid bot"):
+        run(ws2)

@@ -8,7 +8,9 @@ mapping experiment names (or ``"*"``) to settings:
 ``mode``: ``ok`` (default) | ``fail`` (exit 3 after some output) | ``hang`` (never ends) |
 ``no_artifacts`` (exit 0 without final.zip/bot) | ``corrupt_bot`` (bot is not JSON) |
 ``fail_once`` (fail the first run of this experiment, succeed afterwards);
-``steps`` (progress updates, default 4); ``step_seconds`` (default 0.05).
+``steps`` (progress updates, default 4); ``step_seconds`` (default 0.02);
+``bot_source`` (copy this bot file as the result, e.g. a real bot for the built-in
+evaluator).
 
 Every run appends ``{"event": "start"|"done", "experiment", "resume", "argv", "pid"}`` to
 ``fake_runs.jsonl`` in the workspace so tests can count trainings. A ``trap`` of SIGTERM
@@ -90,7 +92,9 @@ def main() -> int:
     (ckpt / "final.zip").write_bytes(b"PK fake final")
     bot = Path("bots") / f"{exp}.json"
     bot.parent.mkdir(exist_ok=True)
-    if mode == "corrupt_bot":
+    if cfg.get("bot_source"):
+        bot.write_bytes(Path(str(cfg["bot_source"])).read_bytes())
+    elif mode == "corrupt_bot":
         bot.write_text("{not json")
     else:
         bot.write_text(json.dumps({"kind": "fake", "experiment": exp, "timesteps": total}) + "\n")
