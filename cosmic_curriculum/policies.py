@@ -224,6 +224,7 @@ class ScriptedBot:
         g = game if game is not None else GameSettings()
         self._half = np.array([g.arena_half_length, g.arena_half_width, g.arena_half_height])
         self._max_speed = g.ship_max_speed
+        self._target_lim = np.maximum(self._half - params.wall_margin, 0.0)
         self._buf: NDArray[np.float64] | None = None  # (delay + 1, n, 3) past orb positions
         self._head = 0
         self._fresh = np.zeros(0, dtype=bool)
@@ -266,66 +267,79 @@ class ScriptedBot:
         p = self.params
         half = self._half
         ship = now[:, OWN_POS] * half
-        goal = np.array([half[0], 0.0, 0.0])
-        to_goal = goal - orb
-        to_goal /= np.maximum(np.linalg.norm(to_goal, axis=1, keepdims=True), 1e-9)
+        to_goal = -orb
+        to_goal[:, 0] += half[0]
+        to_goal /= np.maximum(_norm(to_goal), 1e-9)[:, None]
         rel = orb - ship
-        along = (rel * to_goal).sum(axis=1)  # > 0: the ship is on the far side from the goal
-        lateral = np.linalg.norm(rel - along[:, None] * to_goal, axis=1)
+        along = _dot(rel, to_goal)  # > 0: the ship is on the far side from the goal
+        offset = along[:, None] * to_goal - rel  # from the orb's line toward the ship
+        lateral = _norm(offset)
         push = (along > 0.0) & (lateral < p.push_lateral)
-        target = np.where(
-            push[:, None],
-            orb + to_goal * p.push_through,
-            orb - to_goal * p.behind_distance,
-        )
+        reach = np.where(push, p.push_through, -p.behind_distance)
+        target = orb + to_goal * reach[:, None]
         target += self._aim  # sloppy aim when lining up and shooting
         # on the goal side of the orb: swing round it instead of knocking it backwards
         around = ~push & (along < 0.5 * p.behind_distance)
         if around.any():
-            away = along[:, None] * to_goal - rel  # from the orb's line toward the ship
-            size = np.linalg.norm(away, axis=1, keepdims=True)
-            away = np.where(size > 1e-6, away / np.maximum(size, 1e-6), (0.0, 1.0, 0.0))
+            away = offset / np.maximum(lateral, 1e-6)[:, None]
+            away[lateral <= 1e-6] = (0.0, 1.0, 0.0)
             detour = orb + away * p.clearance - to_goal * p.behind_distance
-            target = np.where(around[:, None], detour, target)
+            target[around] = detour[around]
         # a target beyond a wall pins the ship there: keep it inside, and push straight at
         # the orb when that is as close as the ship can get
-        lim = np.maximum(half - p.wall_margin, 0.0)
+        lim = self._target_lim
         clamped = np.clip(target, -lim, lim)
         stuck = ~push & (np.abs(clamped - target).sum(axis=1) > 0.5)
-        stuck &= np.linalg.norm(clamped - ship, axis=1) < p.wall_margin + 1.0
-        target = np.where(stuck[:, None], orb + to_goal * p.push_through, clamped)
+        if stuck.any():
+            stuck &= _norm(clamped - ship) < p.wall_margin + 1.0
+            clamped[stuck] = (orb + to_goal * p.push_through)[stuck]
+        target = clamped
         if self.game is not None and not self.game.allow_vertical:
             target[:, 2] = 0.0
         # steer toward the target; thrust, strafe and lift chase a desired velocity that
         # slows down near the target (it brakes instead of orbiting), capped by thrust_level
         to_target = target - ship
-        dist = np.maximum(np.linalg.norm(to_target, axis=1), 1e-9)
+        dist = np.maximum(_norm(to_target), 1e-9)
         cruise = p.thrust_level * self._max_speed
         speed = np.where(push | stuck, cruise, np.minimum(cruise, p.approach_gain * dist))
         want = to_target * (speed / dist)[:, None]
-        vel = now[:, OWN_VEL] * self._max_speed
-        error = _to_body(now, want - vel) / p.velocity_scale
-        body = _to_body(now, to_target)
-        bearing = np.arctan2(body[:, 1], body[:, 0])
-        act = np.zeros((now.shape[0], ACT_SIZE))
-        act[:, 0] = np.clip(error[:, 0], -1.0, p.thrust_level)
-        act[:, 1] = np.clip(p.strafe_gain * error[:, 1], -1.0, 1.0)
-        act[:, 2] = np.clip(p.lift_gain * error[:, 2], -1.0, 1.0)
-        act[:, 3] = np.clip(p.yaw_gain * bearing, -1.0, 1.0)
-        # stay level: pitch the nose back to the horizon, roll the wings flat
+        want -= now[:, OWN_VEL] * self._max_speed
+        # rows of `axes` are the body axes in the attack frame: forward, left, up
         fwd, up = now[:, OWN_FWD], now[:, OWN_UP]
-        left_z = up[:, 0] * fwd[:, 1] - up[:, 1] * fwd[:, 0]  # z of up x fwd
-        act[:, 4] = np.clip(-p.level_gain * fwd[:, 2], -1.0, 1.0)
-        act[:, 5] = np.clip(-p.level_gain * left_z, -1.0, 1.0)
+        left = _cross(up, fwd)
+        axes = np.stack((fwd, left, up), axis=1)
+        body = np.einsum("nij,nkj->nki", axes, np.stack((want, to_target), axis=1))
+        error = body[:, 0] / p.velocity_scale
+        bearing = np.arctan2(body[:, 1, 1], body[:, 1, 0])
+        act = np.empty((now.shape[0], ACT_SIZE))
+        act[:, 0] = np.clip(error[:, 0], -1.0, p.thrust_level)
+        act[:, 1] = p.strafe_gain * error[:, 1]
+        act[:, 2] = p.lift_gain * error[:, 2]
+        act[:, 3] = p.yaw_gain * bearing
+        # stay level: pitch the nose back to the horizon, roll the wings flat
+        act[:, 4] = -p.level_gain * fwd[:, 2]
+        act[:, 5] = -p.level_gain * left[:, 2]
+        np.clip(act[:, 1:], -1.0, 1.0, out=act[:, 1:])
         return act
 
 
-def _to_body(obs: NDArray[np.float64], vec: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Attack-frame vectors into the observer's body frame (forward, left, up)."""
-    fwd, up = obs[:, OWN_FWD], obs[:, OWN_UP]
-    left = np.cross(up, fwd)
+def _dot(a: NDArray[np.float64], b: NDArray[np.float64]) -> NDArray[np.float64]:
+    out: NDArray[np.float64] = np.einsum("ij,ij->i", a, b)
+    return out
+
+
+def _norm(a: NDArray[np.float64]) -> NDArray[np.float64]:
+    return np.sqrt(_dot(a, a))
+
+
+def _cross(a: NDArray[np.float64], b: NDArray[np.float64]) -> NDArray[np.float64]:
     return np.stack(
-        ((vec * fwd).sum(axis=1), (vec * left).sum(axis=1), (vec * up).sum(axis=1)), axis=1
+        (
+            a[:, 1] * b[:, 2] - a[:, 2] * b[:, 1],
+            a[:, 2] * b[:, 0] - a[:, 0] * b[:, 2],
+            a[:, 0] * b[:, 1] - a[:, 1] * b[:, 0],
+        ),
+        axis=1,
     )
 
 

@@ -90,7 +90,8 @@ class Duel:
         self.opponent.reset(np.ones(self.n, dtype=bool))
         self._opp_action: NDArray[np.floating] = np.zeros((self.n, ACT_SIZE))
         self._tick = 0  # opponent decision clock
-        return self._learner_obs(observe(self.state, self.settings))
+        self._last_obs: NDArray[np.float32] | None = observe(self.state, self.settings)
+        return self._learner_obs(self._last_obs)
 
     def set_opponent(self, opponent: Bot) -> None:
         """Swap the opponent; it acts at the next tick (running games continue)."""
@@ -123,13 +124,15 @@ class Duel:
         opp = self.opponent
         needs_obs = opp.kind != "inert"  # an inert opponent ignores what it sees
 
-        for _ in range(s.decision_ticks):
+        for k in range(s.decision_ticks):
             if self._tick % opp.decision_ticks == 0:
-                opp_obs = (
-                    observe(self.state, s)[games, them]
-                    if needs_obs
-                    else np.zeros((n, OBS_SIZE), dtype=np.float32)
-                )
+                if not needs_obs:
+                    opp_obs = np.zeros((n, OBS_SIZE), dtype=np.float32)
+                elif k == 0 and self._last_obs is not None:
+                    # nothing moved since the learner's observation: reuse it
+                    opp_obs = self._last_obs[games, them]
+                else:
+                    opp_obs = observe(self.state, s)[games, them]
                 self._opp_action = opp.act(opp_obs, self._opp_rng)
             full[games, them] = self._opp_action
             self._tick += 1
@@ -165,7 +168,8 @@ class Duel:
             self.opponent.reset(finished)
             self.ep_return[ended] = 0.0
             self.ep_len[ended] = 0
-        obs = self._learner_obs(observe(self.state, s))
+        self._last_obs = observe(self.state, s)
+        obs = self._learner_obs(self._last_obs)
         return DecisionResult(
             obs=obs,
             rewards=rewards.astype(np.float32),

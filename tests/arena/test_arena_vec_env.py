@@ -172,3 +172,35 @@ def test_gym_env_episodes_alternate_sides_and_end() -> None:
     assert sides == [0, 1]
     with pytest.raises(ValueError, match="side"):
         ArenaEnv(SHORT, side=2)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("opp_ticks", [8, 3])
+def test_the_opponent_sees_the_current_state_from_its_side(opp_ticks: int) -> None:
+    from cosmic_curriculum.arena.observations import observe
+
+    class Spy:
+        kind = "spy"
+        decision_ticks = opp_ticks
+
+        def __init__(self) -> None:
+            self.duel: Duel | None = None
+            self.calls = 0
+
+        def act(self, obs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+            assert self.duel is not None
+            fresh = observe(self.duel.state, self.duel.settings)
+            them = 1 - self.duel.learner_side
+            np.testing.assert_array_equal(obs, fresh[np.arange(obs.shape[0]), them])
+            self.calls += 1
+            return np.tile(np.array([1.0, 0, 0, 0.3, 0, 0], dtype=np.float32), (obs.shape[0], 1))
+
+        def reset(self, mask: np.ndarray) -> None:
+            return None
+
+    spy = Spy()
+    duel = Duel(4, SHORT, spy, seed=0)
+    spy.duel = duel
+    rng = np.random.default_rng(0)
+    for _ in range(40):
+        duel.decide(rng.uniform(-1, 1, (4, 6)))
+    assert spy.calls == -(-40 * SHORT.decision_ticks // opp_ticks)
