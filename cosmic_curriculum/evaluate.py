@@ -94,8 +94,10 @@ class _Tally:
         return [stats.pair_score(a, b) for a, b in self.pairs]
 
 
-def _plan(gate: GateSettings | None, episodes: int | None) -> tuple[int, int]:
-    """``(max_pairs, pairs_per_batch)`` for this evaluation."""
+def plan(gate: GateSettings | None, episodes: int | None = None) -> tuple[int, int]:
+    """``(max_pairs, pairs_per_batch)`` of an evaluation; raises ``EvaluationError`` for an
+    odd or too small episode count. Cheap: call it in a preflight to refuse a bad
+    ``eval_episodes``/``max_episodes`` before any training is spent."""
     if gate is None or gate.rule == "margin":
         default = DEFAULT_EPISODES if gate is None else gate.episodes
         option = "--episodes" if episodes is not None else "gate episodes"
@@ -131,7 +133,7 @@ def run_evaluation(
 
     candidate, reference = Path(candidate), Path(reference)
     _check_seed(seed)
-    max_pairs, per_batch = _plan(gate, episodes)
+    max_pairs, per_batch = plan(gate, episodes)
     bot_a = policies.load_bot(candidate)
     bot_b = policies.load_bot(reference)
     settings = game if game is not None else game_for(bot_a)

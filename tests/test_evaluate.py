@@ -291,3 +291,14 @@ def test_cli_replay_and_ladder(bots: dict[str, Path], tmp_path: Path) -> None:
     )
     assert result.exit_code == 0, result.output
     assert "rookie" in result.output and (tmp_path / "l" / "ladder.png").exists()
+
+
+def test_plan_for_preflight() -> None:
+    assert evaluate.plan(None) == (50, 50)
+    assert evaluate.plan(GateSettings(episodes=40)) == (20, 20)
+    assert evaluate.plan(GateSettings(rule="sprt")) == (200, 5)
+    assert evaluate.plan(GateSettings(rule="sprt", batch_pairs=8), episodes=10) == (5, 5)
+    with pytest.raises(EvaluationError, match="gate episodes=25"):
+        evaluate.plan(GateSettings(episodes=25))
+    with pytest.raises(EvaluationError, match="gate max_episodes=401"):
+        evaluate.plan(GateSettings(rule="sprt", max_episodes=401))
