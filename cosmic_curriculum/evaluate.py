@@ -6,7 +6,8 @@ the ``margin`` rule (which can only decide once every episode is in), all pairs 
 played in one vectorised batch. With ``sprt`` the pairs are played in batches of
 ``gate.batch_pairs`` and the gate is asked after every pair (``check = "pair"``) or every
 batch (``check = "batch"``); evaluation stops as soon as it decides, and any pairs of the
-last batch after the deciding one are discarded (counted in ``discarded_pairs``).
+last batch after the deciding one are discarded (listed in ``discarded_pair_outcomes``,
+never counted).
 
 Determinism: batch ``k`` is played with the seed derived from ``(seed, k)`` by numpy's
 ``SeedSequence``, so the same bots (same bytes), game settings, seed, rule and
@@ -142,7 +143,7 @@ def run_evaluation(
     started = time.perf_counter()
     tally = _Tally()
     decision: GateDecision | None = None
-    discarded = 0
+    discarded: list[list[int]] = []
     batch = 0
     while len(tally.pairs) < max_pairs:
         n = min(per_batch, max_pairs - len(tally.pairs))
@@ -160,7 +161,7 @@ def run_evaluation(
                 tally.add(outcomes[start : start + step])
                 decision = _ask(gate, tally, 2 * max_pairs)
                 if decision.verdict != "continue":
-                    discarded = n - (start + step)
+                    discarded = [[int(a), int(b)] for a, b in outcomes[start + step :]]
                     break
         if on_progress is not None:
             on_progress(2 * len(tally.pairs), 2 * max_pairs)
@@ -189,7 +190,9 @@ def run_evaluation(
         "batches": batch,
         "pairs": tally.pairs,
         "pair_columns": ["candidate_blue", "candidate_orange"],
-        "discarded_pairs": discarded,
+        # Played after the sequential test had decided: shown, never counted.
+        "discarded_pairs": len(discarded),
+        "discarded_pair_outcomes": discarded,
     }
     described = stats.describe(wins_a, wins_b, draws)
     for key in (

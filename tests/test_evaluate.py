@@ -162,6 +162,7 @@ def test_sprt_stops_at_the_first_deciding_pair(bots: dict[str, Path], tmp_path: 
     assert before.verdict == "continue"
     played = 4 * rec["batches"]
     assert rec["discarded_pairs"] == played - len(rec["pairs"])
+    assert len(rec["discarded_pair_outcomes"]) == rec["discarded_pairs"]
     assert 0 <= rec["discarded_pairs"] < 4
 
 
