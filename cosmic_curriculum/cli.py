@@ -386,14 +386,21 @@ def evaluate_command(
                 raise ConfigError(f"--batch-pairs {batch_pairs}: must be >= 1")
             extra = {} if batch_pairs is None else {"batch_pairs": batch_pairs}
             settings = GateSettings(rule=rule, **extra)
-        record = run_evaluation(
-            candidate,
-            reference,
-            history_path=history_path,
-            episodes=episodes,
-            gate=settings,
-            seed=seed,
-        )
+        from rich.progress import Progress
+
+        # A transient bar on stderr, only on a terminal (logs get the summary alone).
+        err = Console(stderr=True)
+        with Progress(console=err, transient=True, disable=not err.is_terminal) as bar:
+            task = bar.add_task("evaluating", total=None)
+            record = run_evaluation(
+                candidate,
+                reference,
+                history_path=history_path,
+                episodes=episodes,
+                gate=settings,
+                seed=seed,
+                on_progress=lambda done, total: bar.update(task, completed=done, total=total),
+            )
         console = Console()
         table = Table(show_header=False, box=None, padding=(0, 2))
         table.add_row("candidate", f"{record['candidate']} ({record['wins_a']} wins)")
