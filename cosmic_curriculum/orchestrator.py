@@ -45,12 +45,14 @@ from cosmic_curriculum.errors import (
     CurriculumError,
     EvaluationError,
     GitError,
+    LockError,
     StateError,
     TrainerError,
 )
 from cosmic_curriculum.gate import GateSettings
 from cosmic_curriculum.report import Reporter
 from cosmic_curriculum.state import (
+    LOCK_FILE,
     STATE_FILE,
     Attempt,
     CurriculumState,
@@ -266,13 +268,40 @@ class Orchestrator:
                 f"`cosmic-curriculum init {self.ws}`"
             )
         self.config = load_config(self.config_path)
-        with WorkspaceLock(self.ws) as lock, _signals_raise():
-            self.lock = lock
-            try:
-                self._start()
-                return self._loop()
-            except _Interrupt as interrupt:
-                raise self._interrupted(interrupt.signum) from None
+        try:
+            lock = WorkspaceLock(self.ws).acquire()
+        except LockError as exc:
+            raise LockError(self._explain_lock(str(exc))) from None
+        try:
+            with _signals_raise():
+                self.lock = lock
+                try:
+                    self._start()
+                    return self._loop()
+                except _Interrupt as interrupt:
+                    raise self._interrupted(interrupt.signum) from None
+        finally:
+            lock.release()
+
+    def _explain_lock(self, message: str) -> str:
+        """Name an orphaned trainer when it, not a live run, holds the lock."""
+        try:
+            holder = json.loads((self.ws / LOCK_FILE).read_text() or "{}").get("pid")
+            flight = load_state(self.state_path).in_flight
+        except (OSError, ValueError, CurriculumError):
+            return message
+        if not isinstance(holder, int) or runner.process_start_time(holder) is not None:
+            return message
+        if flight is None or flight.pgid is None or flight.pid is None:
+            return message
+        if not runner.recorded_group_is_ours(flight.pgid, flight.pid, flight.pid_start_time):
+            return message
+        return (
+            f"{self.ws}: the trainer of {flight.experiment} (process group {flight.pgid}) "
+            f"outlived its run (pid {holder}) and still holds this workspace; wait for it to "
+            f"finish (its result will be used by the next `{self.command()}`) or stop it "
+            f"with `kill -TERM -{flight.pgid}` and re-run to resume from its last checkpoint"
+        )
 
     def _start(self) -> None:
         """Everything that must hold before any training time is spent."""

@@ -62,6 +62,18 @@ def attempt_row(entry: LogEntry, margin: float | None) -> dict[str, Any]:
     return row
 
 
+def latest_progress(log_path: Path) -> dict[str, Any] | None:
+    """The last progress line in the tail of a trainer's log (what it is doing now)."""
+    from cosmic_curriculum.progress import parse_progress_line
+    from cosmic_curriculum.runner import tail_text
+
+    for line in reversed(tail_text(log_path, lines=200, max_bytes=65536).splitlines()):
+        progress = parse_progress_line(line)
+        if progress is not None:
+            return progress
+    return None
+
+
 def status_data(workspace: Path, config_path: Path | None = None) -> dict[str, Any]:
     """Everything `status` shows, as JSON-ready data."""
     ws = Path(workspace).resolve()
@@ -101,6 +113,10 @@ def status_data(workspace: Path, config_path: Path | None = None) -> dict[str, A
             "error": flight.error,
             "last_progress": getattr(flight, "last_progress", None),
         }
+        if flight.phase == "training":
+            live = latest_progress(ws / "logs" / f"{flight.experiment}.log")
+            if live is not None:
+                in_flight["last_progress"] = live
     if config_error:
         next_step = f"fix the config: {config_error}"
     elif state.status == "done":

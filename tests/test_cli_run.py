@@ -167,8 +167,13 @@ def test_orphaned_trainer_keeps_the_lock_and_its_result_is_used(ws: Path) -> Non
     proc.wait()
     second = cli(ws, "run", "--workspace", str(ws), "--no-push")
     assert second.returncode == 1
-    assert "holds this workspace" in second.stderr and "pid" in second.stderr
+    assert "curric-s2-defend" in second.stderr and "outlived its run" in second.stderr
+    assert "kill -TERM -" in second.stderr
     assert len(second.stderr.strip().splitlines()) == 1
+    status = json.loads(cli(ws, "status", "--workspace", str(ws), "--json").stdout)
+    assert status["in_flight"]["experiment"] == EXPS[1]
+    assert status["in_flight"]["phase"] == "training"
+    assert status["in_flight"]["last_progress"]["total"] == 400  # read live from its log
     wait_until(lambda: EXPS[1] in completed_trainings(ws), timeout=30, what="orphan done")
     time.sleep(0.3)  # let it exit and drop the inherited lock
     finish(ws)

@@ -23,6 +23,7 @@ from cosmic_curriculum import runner
 from cosmic_curriculum.errors import (
     BlockedError,
     ConfigError,
+    EvaluationError,
     GitError,
     LockError,
     StateError,
@@ -387,9 +388,20 @@ def test_config_change_of_a_finished_stage_needs_consent(ws: Path) -> None:
     rec = Recorder()
     run(ws, rec, skip_to_next_stage=True, accept_config_change=True)
     assert any("changed since the last run" in w for w in rec.warnings())
-    # An unfinished stage's change is only a warning.
+    assert read_state(ws)["status"] == "done"
+
+
+def test_config_change_of_an_unfinished_stage_is_a_warning(ws: Path) -> None:
+    set_scripts(ws, eval_script={"curric-s2-defend": "error"})
+    with pytest.raises(EvaluationError):
+        run(ws)
     text = (ws / "stages.toml").read_text().replace('"--stage-flag", "no_draws"', '"--z"')
     (ws / "stages.toml").write_text(text)
+    set_scripts(ws, eval_script={})
+    rec = Recorder()
+    assert run(ws, rec).status == "done"
+    assert any("stage 3 no_draws: flags" in w for w in rec.warnings())
+    assert argv_of(ws, "curric-s3-no_draws")[-3] == "--z"
 
 
 def test_user_git_work_is_untouched(ws: Path) -> None:
@@ -521,3 +533,125 @@ def test_built_in_evaluator_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
         monkeypatch.setenv(key, value)
     with pytest.raises(TrainerError, match="invalid bot"):
         run(ws2)
+
+
+def test_recorded_group_is_stopped_only_when_it_is_really_ours(ws: Path) -> None:
+    import subprocess
+    import sys
+
+    def sleeper() -> subprocess.Popen[bytes]:
+        code = "import time; time.sleep(60)"
+        return subprocess.Popen([sys.executable, "-c", code], start_new_session=True)
+
+    def record(proc: subprocess.Popen[bytes], start_time: int | None) -> None:
+        data = read_state(ws)
+        data["in_flight"] = {
+            "stage_index": 0,
+            "attempt": 0,
+            "experiment": "curric-s1-score",
+            "phase": "training",
+            "started_at": "2026-01-01T00:00:00+00:00",
+            "pgid": proc.pid,
+            "pid": proc.pid,
+            "pid_start_time": start_time,
+        }
+        (ws / "curriculum_state.json").write_text(json.dumps(data))
+
+    stranger, ours = sleeper(), sleeper()
+    try:
+        # The recorded pid now belongs to an unrelated process (start time differs).
+        record(stranger, (runner.process_start_time(stranger.pid) or 0) - 5)
+        set_scripts(ws, eval_script={"*": "error"})
+        with pytest.raises(EvaluationError):
+            run(ws)
+        assert stranger.poll() is None  # left alone
+        record(ours, runner.process_start_time(ours.pid))
+        rec = Recorder()
+        with pytest.raises(EvaluationError):
+            run(ws, rec)
+        assert ours.wait(timeout=10) is not None
+        assert any(f"process group {ours.pid}" in w for w in rec.warnings())
+    finally:
+        for proc in (stranger, ours):
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+
+def test_stale_index_lock_is_removed_at_start(ws: Path) -> None:
+    (ws / ".git" / "index.lock").write_text("")
+    rec = Recorder()
+    assert run(ws, rec).status == "done"
+    assert any("index.lock" in w for w in rec.warnings())
+    assert "curric-s3-no_draws" in git(ws, "log", "-1", "--format=%s")
+
+
+def test_flags_travel_as_argv_never_through_a_shell(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ws = make_workspace(tmp_path / "ws", stages=["score"])
+    nasty = ["--note", "a; touch pwned", "--x", "$(touch pwned2)", "--y", "two words `id`"]
+    text = (
+        (ws / "stages.toml")
+        .read_text()
+        .replace('flags = ["--stage-flag", "score"]', f"flags = {json.dumps(nasty)}")
+    )
+    (ws / "stages.toml").write_text(text)
+    for key, value in fake_env(ws).items():
+        monkeypatch.setenv(key, value)
+    run(ws)
+    assert argv_of(ws, "curric-s1-score")[-len(nasty) :] == nasty
+    assert not list(ws.rglob("pwned*"))
+
+
+def test_git_missing_from_path_runs_without_commits(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shutil
+    import sys
+
+    bin_dir = ws.parent / "bin-without-git"
+    bin_dir.mkdir()
+    (bin_dir / "python3").symlink_to(sys.executable)
+    head = subprocess_git_head(ws)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    assert shutil.which("git") is None
+    rec = Recorder()
+    assert run(ws, rec).status == "done"
+    assert sum("git is not installed" in w for w in rec.warnings()) == 1
+    monkeypatch.undo()
+    assert subprocess_git_head(ws) == head
+
+
+def subprocess_git_head(ws: Path) -> str:
+    return git(ws, "rev-parse", "HEAD")
+
+
+def test_disk_full_during_a_state_write_keeps_the_old_state(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+
+    from cosmic_curriculum import fsio
+
+    real = fsio.atomic_write_bytes
+    calls = {"n": 0}
+
+    def flaky(path: Path, data: bytes) -> None:
+        if Path(path).name == "curriculum_state.json":
+            calls["n"] += 1
+            if calls["n"] == 3:
+                raise OSError(errno.ENOSPC, "No space left on device")
+        real(path, data)
+
+    monkeypatch.setattr(fsio, "atomic_write_bytes", flaky)
+    before = (ws / "curriculum_state.json").read_text()
+    with pytest.raises(StateError, match=r"No space left on device.*previous state is intact"):
+        run(ws)
+    after = (ws / "curriculum_state.json").read_text()
+    json.loads(after)  # still a valid state (the last successful write)
+    assert after != "" and before
+    assert not list(ws.glob(".*.tmp-*"))
+    monkeypatch.setattr(fsio, "atomic_write_bytes", real)
+    assert run(ws).status == "done"
+    assert completed_trainings(ws).count("curric-s1-score") == 1
