@@ -923,7 +923,10 @@ class Orchestrator:
         """Commit our files (state, history, every attempt's bot and log, reviews); push."""
         paths: list[Path] = [self.state_path, self.history_path, *(extra or [])]
         for entry in self.state.log:
-            paths += [self.bot_path(entry.experiment), self.log_path(entry.experiment)]
+            exp = entry.experiment
+            # The trainer's own learning-curve plot, when it draws one.
+            curve = self.ws / "logs" / f"{exp}.curve.png"
+            paths += [self.bot_path(exp), self.log_path(exp), curve]
         paths += sorted((self.ws / "logs").glob("review-*.md"))
         paths.append(self.ws / "logs" / CURVES_FILE)
         if experiment == "catch-up":

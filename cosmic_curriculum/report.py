@@ -154,33 +154,39 @@ def status_data(workspace: Path, config_path: Path | None = None) -> dict[str, A
 
 def render_status(data: dict[str, Any]) -> Any:
     """A Rich renderable of :func:`status_data`."""
+    from rich import box
     from rich.console import Group
     from rich.table import Table
     from rich.text import Text
 
-    table = Table(title=f"curriculum: {data['status']}", title_justify="left")
-    for column in ("stage", "attempt", "experiment", "eval (W-L-D / N)", "win rates", "decision"):
-        table.add_column(column)
+    table = Table(title=f"curriculum: {data['status']}", title_justify="left", box=box.SIMPLE_HEAD)
+    table.add_column("stage", no_wrap=True)
+    table.add_column("experiment (attempt)", no_wrap=True)
+    table.add_column("W-L-D/N", no_wrap=True)
+    table.add_column("win % c/r", no_wrap=True)
+    table.add_column("decision", min_width=8)
+    stage_styles = {"passed": "green", "blocked": "bold red", "current": "yellow"}
     for stage in data["stages"]:
-        label = f"{stage['index'] + 1} {stage['name']} ({stage['status']})"
+        label = Text(
+            f"{stage['index'] + 1} {stage['name']}", style=stage_styles.get(stage["status"], "dim")
+        )
         if not stage["attempts"]:
-            table.add_row(label, "–", "–", "–", "–", "–")
+            table.add_row(label, "", "", "", Text(stage["status"], style="dim"))
         for k, row in enumerate(stage["attempts"]):
             if "episodes" in row:
-                counts = f"{row['wins_a']}-{row['wins_b']}-{row['draws']} / {row['episodes']}"
-                rates = f"{_pct(row['candidate_win_rate'])} vs {_pct(row['reference_win_rate'])}"
+                counts = f"{row['wins_a']}-{row['wins_b']}-{row['draws']}/{row['episodes']}"
+                rates = f"{_pct(row['candidate_win_rate'])}/{_pct(row['reference_win_rate'])}"
             else:
                 counts = rates = "–"
             decision = row["decision"]
             if row["override"]:
-                decision += f" ({row['override']}"
-                decision += f": {row['reason']})" if row["reason"] else ")"
+                label_ = "skipped" if row["override"] == "skip_to_next_stage" else row["override"]
+                decision += f" ({label_}: {row['reason']})" if row["reason"] else f" ({label_})"
             elif row.get("reason"):
                 decision += f" (forced retry: {row['reason']})"
             style = "green" if row["decision"] == "pass" else "red"
             table.add_row(
                 label if k == 0 else "",
-                str(row["attempt"]),
                 row["experiment"],
                 counts,
                 rates,
@@ -255,9 +261,11 @@ def review_markdown(
             + " | ".join(cells)
             + f" | [{exp}.log]({exp}.log) | [{exp}.json](../bots/{exp}.json) |"
         )
-        record = records.get(str(entry.eval_id)) if entry.eval_id else None
-        if record and record.get("gate", {}).get("summary"):
-            out.append(f"|  | {record['gate']['summary']} |  |  |  |  |  |  |  |")
+    summaries = [
+        f"- {e.experiment}: {e.summary}" for e in entries if e.summary and e.decision == "fail"
+    ]
+    if summaries:
+        out += ["", "Gate summaries (counts, gap ± 95% interval, Elo ± 95%):", "", *summaries]
     out += [
         "",
         "## Continue",
