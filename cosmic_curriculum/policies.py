@@ -179,7 +179,7 @@ class ScriptedParams(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    reaction_delay: int = Field(2, ge=0, le=50, description="decisions of lag on the orb")
+    reaction_delay: int = Field(1, ge=0, le=50, description="decisions of lag on the orb")
     aim_noise: float = Field(1.0, ge=0.0, le=100.0, description="std of the aim offset")
     aim_hold: int = Field(6, ge=1, le=1000, description="mean decisions between aim redraws")
     behind_distance: float = Field(3.5, ge=0.0, le=100.0, description="lines up this far back")
@@ -196,7 +196,7 @@ class ScriptedParams(BaseModel):
     level_gain: float = Field(2.0, ge=0.0, le=100.0)
 
 
-ROOKIE_DECISION_TICKS = 8
+ROOKIE_DECISION_TICKS = 16
 ROOKIE_PARAMS = ScriptedParams()
 
 
