@@ -235,28 +235,42 @@ def _consts(settings: GameSettings) -> _Consts:
     return c
 
 
-def _turn(state: ArenaState, act: F64, s: GameSettings, dt: float) -> None:
+def _turn_and_thrust(state: ArenaState, act: F64, thrust_dv: F64, s: GameSettings) -> None:
+    """Free rotation: yaw, then pitch, then roll about the ship's own axes, composed into one
+    3x3 matrix per ship and applied to the axes in one batched matmul; then the thrust,
+    strafe and lift velocity changes along the new axes (one more matmul)."""
+    dt = s.tick
     f, u = state.ship_fwd, state.ship_up
-    left = cross(u, f)
-    yaw = (act[..., 3] * (s.yaw_rate * dt))[..., None]
-    cy, sy = np.cos(yaw), np.sin(yaw)
-    f_new = f * cy + left * sy
+    axes = np.stack((f, cross(u, f), u), axis=2)  # rows: forward, left, up
+    yaw = act[..., 3] * (s.yaw_rate * dt)
     if s.allow_pitch_roll:
-        left = left * cy - f * sy
-        pitch = (act[..., 4] * (s.pitch_rate * dt))[..., None]
-        cp, sp = np.cos(pitch), np.sin(pitch)
-        f_new, u = f_new * cp + u * sp, u * cp - f_new * sp
-        roll = (act[..., 5] * (s.roll_rate * dt))[..., None]
-        cr, sr = np.cos(roll), np.sin(roll)
-        u = u * cr - left * sr
-        # re-orthonormalise (rounding drift over thousands of ticks)
-        f_new /= norm(f_new)[..., None]
-        u = u - dot(u, f_new)[..., None] * f_new
-        u /= norm(u)[..., None]
-        state.ship_up[...] = u
-    else:
-        f_new /= norm(f_new)[..., None]
-    state.ship_fwd[...] = f_new
+        pitch = act[..., 4] * (s.pitch_rate * dt)
+        roll = act[..., 5] * (s.roll_rate * dt)
+    else:  # level ships whose arrays cannot take the complex fast path
+        pitch = roll = np.zeros_like(yaw)
+    cy, sy = np.cos(yaw), np.sin(yaw)
+    cp, sp = np.cos(pitch), np.sin(pitch)
+    cr, sr = np.cos(roll), np.sin(roll)
+    spcy, spsy = sp * cy, sp * sy
+    m = np.empty((*yaw.shape, 3, 3))
+    m[..., 0, 0], m[..., 0, 1], m[..., 0, 2] = cp * cy, cp * sy, sp
+    m[..., 1, 0] = -cr * sy - sr * spcy
+    m[..., 1, 1] = cr * cy - sr * spsy
+    m[..., 1, 2] = sr * cp
+    m[..., 2, 0] = sr * sy - cr * spcy
+    m[..., 2, 1] = -sr * cy - cr * spsy
+    m[..., 2, 2] = cr * cp
+    axes = np.matmul(m, axes)
+    # the rows stay orthonormal to rounding (~1e-16 per tick); kickoffs start them afresh
+    f[...] = axes[..., 0, :]
+    u[...] = axes[..., 2, :]
+    side = s.ship_strafe * dt
+    lift = act[..., 2] * side if s.allow_vertical else np.zeros_like(thrust_dv)
+    push = np.stack((thrust_dv, act[..., 1] * side, lift), axis=-1)[..., None, :]
+    dv = np.matmul(push, axes)[..., 0, :]
+    if not s.allow_vertical:
+        dv[..., 2] = 0.0
+    state.ship_vel += dv
 
 
 def step(
@@ -286,14 +300,7 @@ def step(
         if s.allow_vertical:
             vel[..., 2] += act[..., 2] * (s.ship_strafe * dt)
     else:
-        _turn(state, act, s, dt)
-        f, u = state.ship_fwd, state.ship_up
-        dv = f * thrust[..., None] + cross(u, f) * (act[..., 1] * (s.ship_strafe * dt))[..., None]
-        if s.allow_vertical:
-            dv += u * (act[..., 2] * (s.ship_strafe * dt))[..., None]
-        else:
-            dv[..., 2] = 0.0
-        vel += dv
+        _turn_and_thrust(state, act, thrust, s)
     vel *= c.ship_decay
     pos = state.ship_pos
     pos += vel * dt
