@@ -459,6 +459,21 @@ class Orchestrator:
             self._check_executable(self.config.evaluation_command[0], "evaluation_command")
         reference = self.reference_for(self.state.stage_index)
         self.validate_bot(reference, "reference bot")
+        plan = (
+            _optional("cosmic_curriculum.evaluate", "plan")
+            if self.uses_default_evaluator()
+            else None
+        )
+        if plan is not None:
+            # The built-in evaluator plays seat-swapped pairs: refuse an odd episode count
+            # now, not after a stage of training.
+            for i in range(self.state.stage_index, len(self.config.stages)):
+                try:
+                    plan(self.config.stage_gate(i))
+                except CurriculumError as exc:
+                    raise ConfigError(
+                        f"{self.config_path}: stage {i + 1} {self.config.stages[i].name}: {exc}"
+                    ) from None
         if self.opts.seed_checkpoint is not None:
             seed = self.opts.seed_checkpoint
             if not (seed if seed.is_absolute() else self.ws / seed).is_file():

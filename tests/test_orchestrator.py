@@ -655,3 +655,18 @@ def test_disk_full_during_a_state_write_keeps_the_old_state(
     monkeypatch.setattr(fsio, "atomic_write_bytes", real)
     assert run(ws).status == "done"
     assert completed_trainings(ws).count("curric-s1-score") == 1
+
+
+def test_odd_episode_count_is_refused_before_training_with_the_built_in_evaluator(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("cosmic_curriculum.evaluate")
+    ws = make_workspace(tmp_path / "ws", episodes=21, external_eval=False)
+    for key, value in fake_env(ws).items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setattr(
+        "cosmic_curriculum.orchestrator.Orchestrator.validate_bot", lambda *a, **k: None
+    )
+    with pytest.raises(ConfigError, match=r"stage 1 score.*21"):
+        run(ws)
+    assert trainer_runs(ws) == []
