@@ -20,7 +20,7 @@ idx   name      effect
 5     roll      turn rate about forward, positive raises the left wing (0 when level)
 ====  ========  ===========================================================
 
-Per tick: turn (exact rotations, re-orthonormalised), accelerate, drag (exponential
+Per tick: turn (exact rotations; rounding drift is ~1e-15 a tick), accelerate, drag (exponential
 decay), move; then ship-ship and ship-orb sphere collisions (impulses with
 restitution, computed from the same pre-collision velocities for both ships so the rules
 are exactly symmetric between sides), wall bounces with restitution, and goal detection:

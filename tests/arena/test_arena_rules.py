@@ -237,3 +237,20 @@ def test_reset_games_touches_only_the_masked_games() -> None:
     assert np.all(np.abs(state.orb_pos[mask]) <= FULL.kickoff_jitter)
     with pytest.raises(ValueError, match="jitter must have shape"):
         new_state(3, FULL, rng, jitter=np.zeros((2, 3, 3)))
+
+
+def test_free_rotation_keeps_the_axes_orthonormal_for_long() -> None:
+    # no re-orthonormalisation happens per tick: rounding drift (~2e-15 a tick) must stay
+    # negligible over many more ticks than a match lasts
+    settings = GameSettings(time_limit=3600.0)
+    rng = np.random.default_rng(0)
+    state = new_state(4, settings, rng)
+    for t in range(6000):
+        if t % 50 == 0:
+            actions = rng.uniform(-1, 1, size=(4, 2, ACT_SIZE))
+            actions[..., :3] = 0.0  # spin in place
+        state, _ = step(state, actions, settings, rng)
+    f, u = state.ship_fwd, state.ship_up
+    np.testing.assert_allclose(np.linalg.norm(f, axis=-1), 1.0, atol=1e-10)
+    np.testing.assert_allclose(np.linalg.norm(u, axis=-1), 1.0, atol=1e-10)
+    np.testing.assert_allclose((f * u).sum(-1), 0.0, atol=1e-10)
