@@ -136,6 +136,11 @@ def status_data(workspace: Path, config_path: Path | None = None) -> dict[str, A
             else "?"
         )
         next_step = f"`{RUN}{ws_flag}` to {verb} {upcoming}"
+        if flight is not None and flight.error and flight.phase != "committed":
+            next_step = (
+                f"fix the cause of the error of {flight.experiment} ({flight.error}; see "
+                f"logs/{flight.experiment}.log), then `{RUN}{ws_flag}` retries it"
+            )
     return {
         "workspace": str(ws),
         "status": state.status,
@@ -392,9 +397,30 @@ class ConsoleReporter(Reporter):
         self._print(f"{_escape(attempt.experiment)}: evaluating against {_escape(reference)}")
 
     def evaluation_progress(self, attempt: Any, progress: dict[str, Any]) -> None:
-        return None
+        # Built-in evaluator: {"episodes": played, "planned": planned} after each batch.
+        if self._progress is None:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+            try:
+                self._progress = Progress(
+                    TextColumn(f"{attempt.experiment} episodes"),
+                    BarColumn(),
+                    MofNCompleteColumn(),
+                    console=self.console,
+                    transient=True,
+                )
+                self._progress.start()
+                self._task = self._progress.add_task("eval", total=progress.get("planned"))
+            except (OSError, ValueError):
+                self._progress = None
+                return
+        with contextlib.suppress(OSError, ValueError):
+            self._progress.update(
+                self._task, completed=progress.get("episodes", 0), total=progress.get("planned")
+            )
 
     def attempt_decided(self, entry: LogEntry) -> None:
+        self._stop_progress()
         mark = "[green]pass[/green]" if entry.decision == "pass" else "[red]fail[/red]"
         detail = entry.summary or ""
         if entry.override:

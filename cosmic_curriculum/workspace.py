@@ -22,7 +22,13 @@ from cosmic_curriculum import DATA_DIR, history
 from cosmic_curriculum.config import preset_path
 from cosmic_curriculum.errors import ConfigError, CurriculumError
 from cosmic_curriculum.fsio import atomic_write_json, atomic_write_text
-from cosmic_curriculum.state import LOCK_FILE, STATE_FILE, CurriculumState, save_state
+from cosmic_curriculum.state import (
+    LOCK_FILE,
+    STATE_FILE,
+    CurriculumState,
+    WorkspaceLock,
+    save_state,
+)
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 GITIGNORE = f"""# cosmic-curriculum workspace
@@ -195,6 +201,10 @@ def start_detached(workspace: Path, argv: Sequence[str]) -> DetachResult:
             f"the curriculum of {ws} is already running in tmux session {name}; "
             f"attach with `{attach}` (detach again with Ctrl-b d)",
         )
+    if ws.is_dir():
+        # A run outside tmux already holds the workspace: say so here, not in a session
+        # that would close before anyone could read its error.
+        WorkspaceLock(ws).acquire().release()
     log = ws / "logs" / "curriculum.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     env_flags: list[str] = []

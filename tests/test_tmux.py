@@ -107,3 +107,13 @@ def test_kill_session_stops_the_trainer_and_resume_continues(tmp_path: Path, soc
     )
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert read_state(ws)["status"] == "done"
+
+
+def test_detach_refuses_while_another_run_holds_the_workspace(tmp_path: Path, socket: str) -> None:
+    from cosmic_curriculum.state import WorkspaceLock
+
+    ws = make_workspace(tmp_path / "ws")
+    with WorkspaceLock(ws):
+        result = detach(ws, socket)
+    assert result.returncode == 1 and "holds this workspace" in result.stderr
+    assert not has_session(socket, session_name(ws))
