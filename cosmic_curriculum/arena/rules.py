@@ -261,7 +261,7 @@ def _turn_and_thrust(state: ArenaState, act: F64, thrust_dv: F64, s: GameSetting
     m[..., 2, 1] = -sr * cy - cr * spsy
     m[..., 2, 2] = cr * cp
     axes = np.matmul(m, axes)
-    # the rows stay orthonormal to rounding (~1e-16 per tick); kickoffs start them afresh
+    # the rows stay orthonormal to rounding (~1e-15 a tick); kickoffs start them afresh
     f[...] = axes[..., 0, :]
     u[...] = axes[..., 2, :]
     side = s.ship_strafe * dt
