@@ -229,6 +229,10 @@ def test_trainer_failure_is_an_attempt_error_and_rerun_retries_it(ws: Path) -> N
     data = read_state(ws)
     assert data["log"] == [] and data["attempt"] == 0
     assert data["in_flight"]["error"] == "training command exited with status 3"
+    from cosmic_curriculum.report import status_data
+
+    status = status_data(ws)
+    assert status["in_flight"]["error"] and "retries it" in status["next"]
     assert run(ws).status == "done"
     data = read_state(ws)
     assert data["log"][0]["experiment"] == "curric-s1-score"  # same attempt, not a retry
@@ -670,3 +674,23 @@ def test_odd_episode_count_is_refused_before_training_with_the_built_in_evaluato
     with pytest.raises(ConfigError, match=r"stage 1 score.*21"):
         run(ws)
     assert trainer_runs(ws) == []
+
+
+def test_console_reporter_survives_a_vanished_terminal(tmp_path: Path) -> None:
+    """After `tmux kill-session` writes fail; the reporter must not stop the run's cleanup."""
+    from rich.console import Console
+
+    from cosmic_curriculum.report import ConsoleReporter
+    from cosmic_curriculum.state import Attempt, LogEntry
+
+    handle = open(tmp_path / "tty", "w")  # noqa: SIM115
+    reporter = ConsoleReporter(Console(file=handle, force_terminal=True))
+    handle.close()
+    attempt = Attempt(stage_index=0, attempt=0, experiment="curric-s1-score", timesteps=10)
+    reporter.warning("still fine")
+    reporter.attempt_started(attempt, ["t", "curric-s1-score"], tmp_path / "x.log")
+    reporter.training_progress(attempt, {"timesteps": 5, "total": 10, "fps": 1.0})
+    reporter.evaluation_progress(attempt, {"episodes": 2, "planned": 4})
+    reporter.attempt_decided(
+        LogEntry(stage_index=0, experiment="curric-s1-score", attempt=0, decision="pass")
+    )
