@@ -139,7 +139,10 @@ def test_sb3_ppo_learns_a_few_hundred_steps() -> None:
 
     torch.set_num_threads(1)
     env = ArenaVecEnv(16, SHORT.model_copy(update={"attack_goal_bias": 1.0}), InertBot(), seed=0)
+    from stable_baselines3.common.logger import Logger
+
     model = PPO("MlpPolicy", env, n_steps=32, batch_size=256, n_epochs=1, seed=0, verbose=0)
+    model.set_logger(Logger(folder=None, output_formats=[]))  # no log folder in /tmp
     model.learn(16 * 32 * 2)
     assert model.num_timesteps == 1024
     assert len(model.ep_info_buffer) > 0  # episode infos reached SB3 without a Monitor
