@@ -277,13 +277,15 @@ def step(
     state: ArenaState, actions: NDArray[Any], settings: GameSettings, rng: np.random.Generator
 ) -> tuple[ArenaState, Events]:
     """Advance every game by one physics tick; ``actions`` is ``(n, 2, 6)`` (blue, orange)
-    in each ship's own frame, clipped to [-1, 1]. The physics is deterministic; ``rng`` is
-    accepted for future stochastic rules and left untouched. Updates ``state`` in place."""
+    in each ship's own frame, clipped to [-1, 1] (NaN counts as 0). The physics is
+    deterministic; ``rng`` is accepted for future stochastic rules and left untouched.
+    Updates ``state`` in place and returns it with the tick's events."""
     del rng
     s = settings
     c = _consts(s)
     dt = c.dt
-    act = np.clip(np.asarray(actions, dtype=np.float64), -1.0, 1.0)
+    # NaN actions count as 0 so one bad policy output cannot poison a game's state
+    act = np.clip(np.nan_to_num(np.asarray(actions, dtype=np.float64)), -1.0, 1.0)
 
     # --- turning and thrust ------------------------------------------------------------
     thrust = act[..., 0]

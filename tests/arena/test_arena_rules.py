@@ -254,3 +254,17 @@ def test_free_rotation_keeps_the_axes_orthonormal_for_long() -> None:
     np.testing.assert_allclose(np.linalg.norm(f, axis=-1), 1.0, atol=1e-10)
     np.testing.assert_allclose(np.linalg.norm(u, axis=-1), 1.0, atol=1e-10)
     np.testing.assert_allclose((f * u).sum(-1), 0.0, atol=1e-10)
+
+
+def test_nan_and_out_of_range_actions_are_tamed() -> None:
+    rng = np.random.default_rng(0)
+    a, b = new_state(2, FULL, rng), new_state(2, FULL, np.random.default_rng(0))
+    wild = np.full((2, 2, ACT_SIZE), np.nan)
+    wild[1] = 50.0
+    tame = np.zeros((2, 2, ACT_SIZE))
+    tame[1] = 1.0
+    for _ in range(30):
+        a, _ = step(a, wild, FULL, rng)
+        b, _ = step(b, tame, FULL, rng)
+    assert np.all(np.isfinite(a.ship_pos))
+    np.testing.assert_array_equal(a.ship_pos, b.ship_pos)
