@@ -475,8 +475,8 @@ class Orchestrator:
                         f"{self.config_path}: stage {i + 1} {self.config.stages[i].name}: {exc}"
                     ) from None
         if self.opts.seed_checkpoint is not None:
-            seed = self.opts.seed_checkpoint
-            if not (seed if seed.is_absolute() else self.ws / seed).is_file():
+            seed = self._seed_source()
+            if not seed.is_file() or seed.suffix != ".zip":
                 raise ConfigError(
                     f"--seed-checkpoint {seed}: no such file; pass the path of a checkpoint .zip"
                 )
@@ -530,6 +530,26 @@ class Orchestrator:
 
             raise BotError(f"{path}: {what} is not valid JSON ({exc})") from None
 
+    def _seed_source(self) -> Path:
+        """``--seed-checkpoint`` as given: relative to the current directory, else the workspace."""
+        seed = Path(self.opts.seed_checkpoint or "")
+        if seed.is_absolute() or (Path.cwd() / seed).is_file():
+            return (Path.cwd() / seed).resolve()
+        return (self.ws / seed).resolve()
+
+    def _import_seed(self) -> Path:
+        """The seed checkpoint inside the workspace's own checkpoints/ (trainers load only
+        checkpoints from there): used in place when it is already inside, else copied to
+        ``checkpoints/seed/``."""
+        source = self._seed_source()
+        own = (self.ws / "checkpoints").resolve()
+        if source.is_relative_to(own):
+            return source
+        target = own / "seed" / source.name
+        if not target.is_file() or target.read_bytes() != source.read_bytes():
+            fsio.atomic_write_bytes(target, source.read_bytes())
+        return target
+
     def passing_experiment(self, stage_index: int) -> str:
         entry = self.state.passing_entry(stage_index)
         if entry is None:
@@ -556,8 +576,7 @@ class Orchestrator:
                 return self.rel(prev / "final.zip")
         if stage_index == 0:
             if attempt == 0 and self.opts.seed_checkpoint is not None:
-                seed = self.opts.seed_checkpoint
-                return self.rel(seed if seed.is_absolute() else self.ws / seed)
+                return self.rel(self._import_seed())
             return None
         prev_pass = self.checkpoint_dir(self.passing_experiment(stage_index - 1)) / "final.zip"
         return self.rel(prev_pass) if prev_pass.is_file() else None

@@ -270,7 +270,9 @@ def test_seed_checkpoint_only_for_stage_one_first_attempt(ws: Path, tmp_path: Pa
     seed.write_bytes(b"PK")
     set_scripts(ws, eval_script={"curric-s1-score": "fail"})
     run(ws, seed_checkpoint=seed, **{})
-    assert argv_of(ws, "curric-s1-score")[-2:] == ["--resume", str(seed)]
+    # Copied into the workspace's own checkpoints/ (trainers load checkpoints only from there).
+    assert argv_of(ws, "curric-s1-score")[-2:] == ["--resume", "checkpoints/seed/seed.zip"]
+    assert (ws / "checkpoints" / "seed" / "seed.zip").read_bytes() == b"PK"
     assert argv_of(ws, "curric-s1-score-retry1")[-1] == "checkpoints/curric-s1-score/final.zip"
 
 
