@@ -131,6 +131,9 @@ def train_command(
     selfplay_play_latest: float = typer.Option(
         0.5, help="Self-play: probability of facing the latest snapshot at a swap."
     ),
+    selfplay_rookie_share: float = typer.Option(
+        0.0, help="Self-play: share of swaps that play the scripted rookie instead of a snapshot."
+    ),
     workspace: Path = typer.Option(
         Path("."), help="Workspace directory (default: the current one)."
     ),
@@ -170,6 +173,7 @@ def train_command(
             selfplay_window=selfplay_window,
             selfplay_swap_every=selfplay_swap_every,
             selfplay_play_latest=selfplay_play_latest,
+            selfplay_rookie_share=selfplay_rookie_share,
         )
         return train.train(settings).exit_code
 

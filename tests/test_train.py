@@ -395,3 +395,26 @@ def test_bad_flags_exit_2_with_one_line(tmp_path: Path, args: list[str], needle:
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and needle in lines[0]
     assert not (tmp_path / "checkpoints").exists()
+
+
+@pytest.mark.slow
+def test_self_play_rookie_share_mixes_in_the_scripted_rookie(tmp_path: Path) -> None:
+    def opponents(share: float) -> tuple[list[train.SwapEvent], set[str]]:
+        settings = tiny(
+            tmp_path,
+            name=f"share{share}",
+            opponent_mode="self_play",
+            timesteps=1024,
+            selfplay_swap_every=64,
+            selfplay_rookie_share=share,
+        )
+        watch = Watch(every_step=lambda cb: env_of(cb).opponent.kind)
+        swaps = train.train(settings, [watch]).stats.swaps
+        return swaps, set(watch.seen)
+
+    swaps, kinds = opponents(1.0)
+    assert all(s.snapshot_timesteps == -1 for s in swaps) and kinds == {"scripted"}
+    swaps, kinds = opponents(0.0)
+    assert all(s.snapshot_timesteps >= 0 for s in swaps) and kinds == {"mlp"}
+    swaps, kinds = opponents(0.5)
+    assert kinds == {"mlp", "scripted"}
