@@ -105,6 +105,9 @@ def test_round_trip_through_a_file(tmp_path: Path) -> None:
 
 def test_shipped_bots_load_and_rookie_json_equals_the_document() -> None:
     assert json.loads((REPO / "bots" / "rookie.json").read_text()) == rookie_document()
+    for kind in ("inert", "random"):
+        shipped = json.loads((REPO / "bots" / f"{kind}.json").read_text())
+        assert shipped == simple_bot_document(kind)  # regenerate both if the game changes
     assert isinstance(load_bot(REPO / "bots" / "rookie.json"), ScriptedBot)
     assert isinstance(load_bot(REPO / "bots" / "inert.json"), InertBot)
     assert isinstance(load_bot(REPO / "bots" / "random.json"), RandomBot)
