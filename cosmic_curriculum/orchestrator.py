@@ -692,7 +692,6 @@ class Orchestrator:
         argv = self.training_argv(flight, resume)
         log_path = self.log_path(flight.experiment)
         log_path.parent.mkdir(parents=True, exist_ok=True)
-        offset = log_path.stat().st_size if log_path.exists() else 0
         flight.error = None
         flight.interrupted = False
         flight.started_at = utc_now()
@@ -920,6 +919,7 @@ class Orchestrator:
                 entry.reason = str(forced["reason"])
         # Log entry, state advance and phase change land in one atomic save.
         state.log.append(entry)
+        state.last_error = None
         flight.decision = entry.decision
         flight.summary = summary
         if entry.decision == "pass":

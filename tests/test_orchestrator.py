@@ -235,6 +235,7 @@ def test_trainer_failure_is_an_attempt_error_and_rerun_retries_it(ws: Path) -> N
     assert status["in_flight"]["error"] and "retries it" in status["next"]
     assert run(ws).status == "done"
     data = read_state(ws)
+    assert "last_error" not in data
     assert data["log"][0]["experiment"] == "curric-s1-score"  # same attempt, not a retry
     # The retried training resumed from the failed run's periodic checkpoint.
     assert argv_of(ws, "curric-s1-score")[-2:] == [
