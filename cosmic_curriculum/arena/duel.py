@@ -85,6 +85,7 @@ class Duel:
     def reset(self) -> NDArray[np.float32]:
         """Fresh kickoffs in every game; returns the learner's observations."""
         self.state = new_state(self.n, self.settings, self._rng)
+        self._snapshot = self.state.copy()  # states of games at the tick they ended
         self.ep_return = np.zeros(self.n)
         self.ep_len = np.zeros(self.n, dtype=np.int64)
         self.opponent.reset(np.ones(self.n, dtype=bool))
@@ -120,7 +121,6 @@ class Duel:
         orb_x_end = np.empty(n)
         finished = np.zeros(n, dtype=bool)
         outcome = np.zeros(n, dtype=np.int64)
-        terminal = np.zeros((n, OBS_SIZE), dtype=np.float32)
         opp = self.opponent
         needs_obs = opp.kind != "inert"  # an inert opponent ignores what it sees
 
@@ -145,8 +145,8 @@ class Duel:
                     lost = np.where(me == 0, ev.orange_goal, ev.blue_goal)[idx]
                     outcome[idx] = won.astype(np.int64) - lost.astype(np.int64)
                     orb_x_end[idx] = self.state.orb_pos[idx, 0]
-                    sub = observe(self.state.take(idx), s)
-                    terminal[idx] = sub[np.arange(idx.size), me[idx]]
+                    # keep the ending tick's state; observe all of them once at the end
+                    self._snapshot.put(idx, self.state.take(idx))
                     finished |= new
                     # a finished game is stepped on until the decision ends, but nothing
                     # it does counts any more; it is reset afterwards
@@ -161,6 +161,9 @@ class Duel:
         self.ep_len += 1
 
         ended = np.flatnonzero(finished)
+        terminal = np.zeros((ended.size, OBS_SIZE), dtype=np.float32)
+        if ended.size:
+            terminal = observe(self._snapshot.take(ended), s)[np.arange(ended.size), me[ended]]
         returns = self.ep_return[ended].copy()
         lengths = self.ep_len[ended].copy()
         if ended.size:
@@ -176,7 +179,7 @@ class Duel:
             dones=finished,
             ended=ended,
             outcomes=outcome[ended],
-            terminal_obs=terminal[ended],
+            terminal_obs=terminal,
             returns=returns,
             lengths=lengths,
         )

@@ -65,6 +65,9 @@ def test_goal_rewards_and_outcomes_follow_the_learners_side() -> None:
     np.testing.assert_array_equal(result.outcomes, [1, -1])
     np.testing.assert_allclose(result.rewards, [2.0, -2.0])
     assert np.all(duel.state.ticks == 0)  # both restarted from a kickoff
+    # terminal observations show the goal moment: the orb past the goal line, from each side
+    np.testing.assert_allclose(result.terminal_obs[:, 12], [1.0, -1.0])
+    assert np.all(result.terminal_obs[:, 42] > 0.99)  # hardly any time had passed
     np.testing.assert_array_equal(result.lengths, [1, 1])
 
 
