@@ -265,3 +265,50 @@ def test_init_creates_a_workspace_that_runs(tmp_path: Path) -> None:
     refused = cli(tmp_path, "init", str(busy))
     assert refused.returncode == 2 and "not empty" in refused.stderr
     assert (busy / "notes.txt").read_text() == "mine"
+
+
+@pytest.mark.slow
+def test_real_trainer_and_built_in_evaluator_end_to_end(tmp_path: Path) -> None:
+    """`init` + `run` with the project's own training script and evaluator (tiny budget)."""
+    target = tmp_path / "real"
+    assert cli(tmp_path, "init", str(target), "--preset", "quick").returncode == 0
+    if not (target / "scripts" / "run_training.sh").exists():
+        pytest.skip("the training script is not part of this checkout")
+    text = (target / "stages.toml").read_text()
+    text = text.replace("max_retries = 2", "max_retries = 0").replace(
+        "eval_episodes = 100", "eval_episodes = 20"
+    )
+    head, _, _ = text.partition("[[stages]]")
+    stage = '[[stages]]\nname = "score"\nflags = ["--opponent-mode", "inert"]\n'
+    (target / "stages.toml").write_text(head + stage)
+    env = cli_env(target)
+    env["COSMIC_CURRICULUM_PYTHON"] = sys.executable
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cosmic_curriculum",
+            "run",
+            "--workspace",
+            str(target),
+            "--no-push",
+            "--timesteps",
+            "2048",
+            "--n-parallel",
+            "16",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    data = read_state(target)
+    assert result.returncode in (0, 1), result.stdout + result.stderr
+    assert data["status"] == ("done" if result.returncode == 0 else "blocked")
+    entry = data["log"][0]
+    assert entry["experiment"] == "curric-s1-score" and entry["eval"]["episodes"] == 20
+    record = json.loads((target / "eval_history.json").read_text())[0]
+    assert record["id"] == entry["eval_id"] and record["gate"]["verdict"] == entry["decision"]
+    assert (target / "checkpoints" / "curric-s1-score" / "final.zip").is_file()
+    tracked = git(target, "ls-files").splitlines()
+    assert "bots/curric-s1-score.json" in tracked and "logs/curric-s1-score.log" in tracked
