@@ -61,6 +61,23 @@ def is_repo(workspace: Path) -> bool:
         return False
 
 
+def ignored_by_enclosing_repo(workspace: Path) -> Path | None:
+    """The work tree that contains ``workspace`` but ignores it (e.g. a project's
+    ``workspaces/`` directory), or None. Committing there would force ignored files into
+    somebody else's history."""
+    if not is_repo(workspace):
+        return None
+    with open_repo(workspace) as repo:
+        root = Path(repo.working_tree_dir or workspace).resolve()
+        ws = Path(workspace).resolve()
+        if ws == root:
+            return None
+        status = repo.git.check_ignore(
+            "-q", str(ws.relative_to(root)), with_exceptions=False, with_extended_output=True
+        )[0]
+    return root if status == 0 else None
+
+
 def preflight(workspace: Path) -> str | None:
     """Check git is usable. Returns None when it is, or a warning when git is unavailable
     (missing executable, not a repository): the run then goes on without persistence.
@@ -73,6 +90,12 @@ def preflight(workspace: Path) -> str | None:
         return (
             f"{workspace} is not a git repository; progress will not be committed "
             "(run `git init` there to keep history)"
+        )
+    ignoring = ignored_by_enclosing_repo(workspace)
+    if ignoring is not None:
+        return (
+            f"{workspace} lies in a directory the git repository {ignoring} ignores; progress "
+            "will not be committed (run `git init` in the workspace to keep its history)"
         )
     with open_repo(workspace) as repo:
         git_dir = Path(repo.git_dir)

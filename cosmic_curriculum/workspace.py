@@ -135,7 +135,9 @@ def _init_git(ws: Path, created: list[str]) -> list[str]:
     if vcs.git_executable() is None:
         return ["git is not installed: the workspace works, but progress is not committed"]
     notes: list[str] = []
-    if not vcs.is_repo(ws):
+    # A workspace inside a repository that ignores it (a project's workspaces/) gets
+    # its own repository: its commits must never land in the enclosing one.
+    if not vcs.is_repo(ws) or vcs.ignored_by_enclosing_repo(ws) is not None:
         import git
 
         git.Repo.init(ws).close()

@@ -312,3 +312,19 @@ def test_real_trainer_and_built_in_evaluator_end_to_end(tmp_path: Path) -> None:
     assert (target / "checkpoints" / "curric-s1-score" / "final.zip").is_file()
     tracked = git(target, "ls-files").splitlines()
     assert "bots/curric-s1-score.json" in tracked and "logs/curric-s1-score.log" in tracked
+
+
+def test_init_inside_a_project_that_ignores_it_gets_its_own_repository(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    git(project, "init", "-q", "-b", "main")
+    git(project, "config", "user.name", "Test User")
+    git(project, "config", "user.email", "test@example.invalid")
+    (project / ".gitignore").write_text("/workspaces/\n")
+    git(project, "add", ".gitignore")
+    git(project, "commit", "-q", "-m", "project")
+    target = project / "workspaces" / "quick"
+    assert cli(tmp_path, "init", str(target), "--preset", "quick").returncode == 0
+    assert (target / ".git").is_dir()
+    assert git(project, "log", "--format=%s") == "project"  # nothing landed in the project
+    assert "initialise" in git(target, "log", "--format=%s")

@@ -142,3 +142,18 @@ def test_push_timeout(tmp_path: Path) -> None:
     git(repo, "config", "core.sshCommand", str(fake_ssh))
     ok, message = vcs.push(repo, timeout=1.0)
     assert not ok and "timed out" in message
+
+
+def test_workspace_ignored_by_the_enclosing_repo_is_not_committed_into_it(tmp_path: Path) -> None:
+    project = make_repo(tmp_path / "project")
+    (project / ".gitignore").write_text("/workspaces/\n")
+    ws = project / "workspaces" / "w1"
+    ws.mkdir(parents=True)
+    assert vcs.ignored_by_enclosing_repo(ws) == project.resolve()
+    warning = vcs.preflight(ws)
+    assert warning is not None and "ignores" in warning
+    tracked = project / "sub"
+    tracked.mkdir()
+    assert vcs.ignored_by_enclosing_repo(tracked) is None
+    assert vcs.preflight(tracked) is None
+    assert vcs.ignored_by_enclosing_repo(project) is None
