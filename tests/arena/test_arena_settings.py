@@ -48,3 +48,17 @@ def test_planar_mode_allows_a_low_goal() -> None:
     with pytest.raises(ValidationError) as info:
         GameSettings(goal_half_height=0.5)
     assert "goal_half_height=0.5 must exceed orb_radius" in format_validation_error(info.value)
+
+
+def test_the_game_and_bots_never_import_torch_or_sb3() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "import cosmic_curriculum.arena, cosmic_curriculum.arena.match\n"
+        "import cosmic_curriculum.arena.gym_env, cosmic_curriculum.policies\n"
+        "print(sorted(m for m in ('torch', 'stable_baselines3') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
