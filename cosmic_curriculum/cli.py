@@ -21,6 +21,9 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # Plain help text: option help mentions TOML tables like [defaults], which Rich
+    # markup would swallow as tags.
+    rich_markup_mode=None,
 )
 
 T = TypeVar("T")
