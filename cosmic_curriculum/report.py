@@ -14,7 +14,7 @@ from typing import Any
 
 from cosmic_curriculum import history
 from cosmic_curriculum.config import CurriculumConfig, load_config
-from cosmic_curriculum.errors import CurriculumError
+from cosmic_curriculum.errors import ConfigError, CurriculumError
 from cosmic_curriculum.state import STATE_FILE, Attempt, CurriculumState, LogEntry, load_state
 
 RUN = "cosmic-curriculum run"
@@ -78,6 +78,11 @@ def status_data(workspace: Path, config_path: Path | None = None) -> dict[str, A
     """Everything `status` shows, as JSON-ready data."""
     ws = Path(workspace).resolve()
     cfg_path = Path(config_path) if config_path else ws / "stages.toml"
+    if not (ws / STATE_FILE).is_file() and not cfg_path.is_file():
+        raise ConfigError(
+            f"--workspace {ws}: not a cosmic-curriculum workspace (no {STATE_FILE}, no "
+            f"{cfg_path.name}); create one with `cosmic-curriculum init {ws}`"
+        )
     state = load_state(ws / STATE_FILE)
     config: CurriculumConfig | None = None
     config_error: str | None = None

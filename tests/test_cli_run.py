@@ -237,6 +237,8 @@ def test_cli_errors_are_one_line(ws: Path) -> None:
     assert result.returncode == 2
     assert result.stderr.startswith("error: --force-retry applies only to a blocked curriculum")
     assert len(result.stderr.strip().splitlines()) == 1
+    result = cli(ws, "status", "--workspace", str(ws.parent / "nowhere"))
+    assert result.returncode == 2 and "not a cosmic-curriculum workspace" in result.stderr
     (ws / "curriculum_state.json").write_text('{"stage_index": ')
     result = cli(ws, "status", "--workspace", str(ws))
     assert result.returncode == 1 and "git show HEAD:curriculum_state.json" in result.stderr
