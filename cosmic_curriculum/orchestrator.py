@@ -330,6 +330,11 @@ class Orchestrator:
             self._commit("catch-up")  # a crash between save and commit left changes behind
         if self.state.to_json() != loaded:
             self._save()
+        flight = self.state.in_flight
+        if flight is not None and flight.phase != "committed":
+            how = " (it was interrupted)" if flight.interrupted else ""
+            how = f" (after its error: {flight.error})" if flight.error else how
+            self.reporter.info(f"resuming {flight.experiment} at phase '{flight.phase}'{how}")
 
     def _preflight_git(self) -> None:
         warning = vcs.preflight(self.ws)

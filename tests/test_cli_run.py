@@ -105,9 +105,10 @@ def phase_is(ws: Path, exp: str, phase: str) -> Callable[[], bool]:
     return check
 
 
-def finish(ws: Path) -> None:
+def finish(ws: Path) -> str:
     result = cli(ws, "run", "--workspace", str(ws), "--no-push")
     assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout
 
 
 def assert_clean_end(ws: Path) -> None:
@@ -196,7 +197,8 @@ def test_signals_stop_the_trainer_group_save_and_resume(ws: Path, sig: signal.Si
     assert flight["interrupted"] is True and "pgid" not in flight
     assert "interrupted by " + sig.name in (ws.parent / "run.out").read_text()
     set_scripts(ws, trainer_script={})
-    finish(ws)
+    out = finish(ws)
+    assert "resuming curric-s1-score at phase 'training' (it was interrupted)" in out
     assert_clean_end(ws)
 
 
