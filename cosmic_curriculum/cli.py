@@ -188,7 +188,7 @@ def train_command(
 # --- run / status / init (orchestrator: cosmic_curriculum/orchestrator.py) ---------------
 
 
-@app.command("run")
+@app.command("run", cls=_OneLineUsageCommand)
 def run_command(
     timesteps: int | None = typer.Option(
         None, min=1, help="Timesteps per attempt [default: stages.toml [defaults], 20,000,000]."
@@ -280,7 +280,7 @@ def run_command(
     guarded(go)
 
 
-@app.command("status")
+@app.command("status", cls=_OneLineUsageCommand)
 def status_command(
     workspace: Path = typer.Option(Path("."), help="Workspace directory."),
     config: Path | None = typer.Option(
@@ -306,7 +306,7 @@ def status_command(
     guarded(go)
 
 
-@app.command("init")
+@app.command("init", cls=_OneLineUsageCommand)
 def init_command(
     workspace: Path = typer.Argument(..., help="Directory to create (empty or new)."),
     preset: str = typer.Option("default", help="Curriculum preset: default or quick."),

@@ -332,3 +332,10 @@ def test_init_inside_a_project_that_ignores_it_gets_its_own_repository(tmp_path:
     assert (target / ".git").is_dir()
     assert git(project, "log", "--format=%s") == "project"  # nothing landed in the project
     assert "initialise" in git(target, "log", "--format=%s")
+
+
+def test_usage_errors_are_one_line(tmp_path: Path) -> None:
+    for argv in (["run", "--timesteps", "0"], ["status", "--bogus"], ["init"]):
+        result = cli(tmp_path, *argv)
+        assert result.returncode == 2, argv
+        assert result.stderr.startswith("error: ") and len(result.stderr.splitlines()) == 1
