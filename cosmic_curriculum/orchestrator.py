@@ -715,13 +715,15 @@ class Orchestrator:
                 pass_fds=(self.lock.fd,) if self.lock and self.lock.fd >= 0 else (),
             )
         )
-        flight.pgid, flight.pid, flight.pid_start_time = proc.pgid, proc.pid, proc.start_time
         try:
+            # Until watch() owns it, any exception (a signal included) must stop the group.
+            flight.pgid, flight.pid = proc.pgid, proc.pid
+            flight.pid_start_time = proc.start_time
             self._save("training")
+            self.reporter.attempt_started(flight, argv, log_path)
         except BaseException:
             proc.stop(self.opts.grace_seconds)
             raise
-        self.reporter.attempt_started(flight, argv, log_path)
         outcome = runner.watch(
             proc,
             log_path,
