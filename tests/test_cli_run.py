@@ -253,7 +253,9 @@ def test_init_creates_a_workspace_that_runs(tmp_path: Path) -> None:
     for name in ("stages.toml", "curriculum_state.json", "eval_history.json", ".gitignore"):
         assert (target / name).is_file(), name
     assert json.loads((target / "eval_history.json").read_text()) == []
-    assert "timesteps = 500_000" in (target / "stages.toml").read_text()
+    from cosmic_curriculum.config import preset_path
+
+    assert (target / "stages.toml").read_text() == preset_path("quick").read_text()
     assert "checkpoints/" in (target / ".gitignore").read_text()
     trainer = target / "scripts" / "run_training.sh"
     if trainer.exists():
@@ -278,13 +280,12 @@ def test_real_trainer_and_built_in_evaluator_end_to_end(tmp_path: Path) -> None:
     assert cli(tmp_path, "init", str(target), "--preset", "quick").returncode == 0
     if not (target / "scripts" / "run_training.sh").exists():
         pytest.skip("the training script is not part of this checkout")
-    text = (target / "stages.toml").read_text()
-    text = text.replace("max_retries = 2", "max_retries = 0").replace(
-        "eval_episodes = 100", "eval_episodes = 20"
+    (target / "stages.toml").write_text(
+        "max_retries = 0\n"
+        "eval_episodes = 20\n"
+        'training_command = ["scripts/run_training.sh"]\n'
+        '[[stages]]\nname = "score"\nflags = ["--opponent-mode", "inert"]\n'
     )
-    head, _, _ = text.partition("[[stages]]")
-    stage = '[[stages]]\nname = "score"\nflags = ["--opponent-mode", "inert"]\n'
-    (target / "stages.toml").write_text(head + stage)
     env = cli_env(target)
     env["COSMIC_CURRICULUM_PYTHON"] = sys.executable
     result = subprocess.run(
