@@ -89,7 +89,8 @@ def init_workspace(path: Path, preset: str = "default") -> InitResult:
     already = ws.is_dir() and is_workspace(ws)
     if ws.exists() and not ws.is_dir():
         raise ConfigError(f"{ws}: exists and is not a directory; choose another WORKSPACE")
-    if ws.is_dir() and any(ws.iterdir()) and not already:
+    # An empty git repository (only `.git`, e.g. a fresh clone) counts as empty.
+    if ws.is_dir() and any(p.name != ".git" for p in ws.iterdir()) and not already:
         raise ConfigError(
             f"{ws}: directory is not empty and is not a cosmic-curriculum workspace "
             "(no stages.toml + curriculum_state.json); choose an empty or new directory"

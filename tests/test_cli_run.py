@@ -271,6 +271,13 @@ def test_init_creates_a_workspace_that_runs(tmp_path: Path) -> None:
     refused = cli(tmp_path, "init", str(busy))
     assert refused.returncode == 2 and "not empty" in refused.stderr
     assert (busy / "notes.txt").read_text() == "mine"
+    empty_repo = tmp_path / "empty-repo"
+    empty_repo.mkdir()
+    git(empty_repo, "init", "-q", "-b", "main")
+    git(empty_repo, "config", "user.name", "Test User")
+    git(empty_repo, "config", "user.email", "test@example.invalid")
+    assert cli(tmp_path, "init", str(empty_repo)).returncode == 0
+    assert "initialise" in git(empty_repo, "log", "--format=%s")
 
 
 @pytest.mark.slow
