@@ -805,9 +805,13 @@ class Orchestrator:
     def _find_own_record(self, flight: Attempt) -> dict[str, Any] | None:
         """A record this attempt's evaluation appended before a crash (never evaluate twice)."""
         records = history.load(self.history_path)
+        trained_at = _parse_time(flight.started_at)
         for record in reversed(records):
-            if record.get("curriculum_experiment") == flight.experiment:
-                return record if "id" in record else None
+            if record.get("curriculum_experiment") != flight.experiment or "id" not in record:
+                continue
+            # Only a record of this training counts (not one of a curriculum started over).
+            if _parse_time(str(record.get("created_at", ""))) >= trained_at - 1:
+                return record
         before = getattr(flight, "history_before", None)
         if self.config.evaluation_command and isinstance(before, int) and len(records) > before:
             return self._adopt(flight, before)

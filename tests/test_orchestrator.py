@@ -697,3 +697,19 @@ def test_console_reporter_survives_a_vanished_terminal(tmp_path: Path) -> None:
     reporter.attempt_decided(
         LogEntry(stage_index=0, experiment="curric-s1-score", attempt=0, decision="pass")
     )
+
+
+def test_records_of_a_curriculum_started_over_are_not_adopted(ws: Path) -> None:
+    old = {
+        "wins_a": 0,
+        "wins_b": 20,
+        "draws": 0,
+        "episodes": 20,
+        "id": "ev-old",
+        "created_at": "2020-01-01T00:00:00+00:00",
+        "curriculum_experiment": "curric-s1-score",
+    }
+    (ws / "eval_history.json").write_text(json.dumps([old]))
+    assert run(ws).status == "done"  # the old failing record was not taken for this attempt
+    assert read_state(ws)["log"][0]["eval_id"] != "ev-old"
+    assert len(evals(ws)) == 3
