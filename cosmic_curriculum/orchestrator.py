@@ -889,6 +889,8 @@ class Orchestrator:
         if outcome.returncode != 0 or outcome.timed_out:
             tail = runner.tail_text(log_path, lines=8)
             flight.error = f"evaluation command exited with status {outcome.returncode}"
+            # Whatever a failed evaluation appended is not adopted: the retry evaluates anew.
+            flight.history_before = None  # type: ignore[attr-defined]
             self.state.last_error = f"{flight.experiment}: {flight.error}"
             self._save()
             raise EvaluationError(
