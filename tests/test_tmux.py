@@ -29,6 +29,9 @@ def socket() -> Iterator[str]:
     name = f"cc-test-{os.getpid()}-{secrets.token_hex(3)}"
     yield name
     subprocess.run(["tmux", "-L", name, "kill-server"], capture_output=True)
+    # A server that exits leaves its socket file behind.
+    sockets = Path(os.environ.get("TMUX_TMPDIR", "/tmp")) / f"tmux-{os.getuid()}"
+    (sockets / name).unlink(missing_ok=True)
 
 
 def env_for(ws: Path, socket: str) -> dict[str, str]:
