@@ -135,7 +135,7 @@ def train_command(
         0.5, help="Self-play: probability of facing the latest snapshot at a swap."
     ),
     selfplay_rookie_share: float = typer.Option(
-        0.0, help="Self-play: share of swaps that play the scripted rookie instead of a snapshot."
+        0.5, help="Self-play: share of swaps that play the scripted rookie instead of a snapshot."
     ),
     workspace: Path = typer.Option(
         Path("."), help="Workspace directory (default: the current one)."

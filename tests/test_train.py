@@ -332,6 +332,7 @@ def test_self_play_snapshots_and_swaps_on_schedule(tmp_path: Path) -> None:
         selfplay_swap_every=128,
         selfplay_window=2,
         selfplay_play_latest=0.5,
+        selfplay_rookie_share=0.0,
     )
     watch = Watch(every_step=lambda cb: env_of(cb).opponent)
     result = train.train(settings, [watch])
@@ -359,6 +360,7 @@ def test_self_play_latest_probability_extremes(tmp_path: Path, p: float) -> None
         selfplay_swap_every=128,
         selfplay_window=3,
         selfplay_play_latest=p,
+        selfplay_rookie_share=0.0,
     )
     swaps = train.train(settings).stats.swaps
     later = [s for s in swaps if s.timesteps >= 256]  # once there is an older snapshot
