@@ -9,45 +9,12 @@ from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
-from pydantic import BaseModel, ConfigDict, Field
 
 from cosmic_curriculum import stats
 
-
-class GateSettings(BaseModel):
-    """How a stage's candidate is judged against its reference.
-
-    ``margin`` (the reference rule): play ``episodes`` episodes and fail iff the
-    reference's win rate exceeds the candidate's by at least ``regression_margin``.
-    ``sprt``: a sequential test that stops as soon as it can tell "no regression" (score
-    0.5) from a regression of ``gap`` in win rate (score ``0.5 - gap/2``), with error
-    rates ``alpha`` (passing such a regression) and ``beta`` (failing an equal
-    candidate), capped at ``max_episodes`` (then fail iff the LLR is negative).
-    The evaluator plays ``batch_pairs`` seat-swapped pairs per vectorised call. With
-    ``check = "pair"`` (default) the test looks after every pair of a batch, in order,
-    and pairs after the deciding one are discarded (simulated games are cheap; the error
-    rates and episode counts are those of a per-pair test); with ``check = "batch"`` it
-    looks only after whole batches (for costly games: fewer looks, 13-20% more episodes
-    at 5 pairs). See docs/GATES.md for measured error rates.
-    """
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    rule: Literal["margin", "sprt"] = "margin"
-    episodes: int = Field(100, ge=2, description="episodes played by the margin rule")
-    regression_margin: float = Field(0.15, gt=0.0, lt=1.0)
-    gap: float = Field(0.25, gt=0.0, lt=1.0)
-    alpha: float = Field(0.05, gt=0.0, lt=0.5)
-    beta: float = Field(0.05, gt=0.0, lt=0.5)
-    max_episodes: int = Field(400, ge=2)
-    batch_pairs: int = Field(5, ge=1)
-    check: Literal["pair", "batch"] = "pair"
-
-    @property
-    def check_pairs(self) -> int:
-        """Pairs between two looks of the sequential test."""
-        return 1 if self.check == "pair" else self.batch_pairs
-
+# GateSettings lives with the rest of stages.toml's models (config.py stays free of numpy,
+# so `status` starts fast); it is re-exported here because the gate is what it configures.
+from cosmic_curriculum.config import GateSettings
 
 Verdict = Literal["pass", "fail", "continue"]
 
