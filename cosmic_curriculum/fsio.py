@@ -13,12 +13,40 @@ import contextlib
 import json
 import os
 import secrets
+import time
 from pathlib import Path
 from typing import Any
 
 from cosmic_curriculum.errors import StateError
 
 TEMP_MARKER = ".tmp-"
+# Test-only fault injection (crash tests): "point:seconds,..." sleeps at that named point,
+# so a test can SIGKILL the process there. Points: the orchestrator's phases and `launch`,
+# `launched` (trainer started, its group not yet recorded), `write:<file name>` (temp
+# written, not yet renamed), `commit:add` (paths staged, not yet committed). When
+# FAULT_LOG_ENV names a file, each point reached while pausing is appended to it first.
+PAUSE_ENV = "COSMIC_CURRICULUM_FAULT_PAUSE"
+FAULT_LOG_ENV = "COSMIC_CURRICULUM_FAULT_LOG"
+
+
+def fault_point(name: str) -> None:
+    """Sleep here if the test-only ``COSMIC_CURRICULUM_FAULT_PAUSE`` names this point."""
+    spec = os.environ.get(PAUSE_ENV)
+    if not spec:
+        return
+    for item in spec.split(","):
+        point, _, seconds = item.partition(":")
+        # "write:curriculum_state.json:2" → point "write:curriculum_state.json"
+        if ":" in seconds:
+            extra, _, seconds = seconds.rpartition(":")
+            point = f"{point}:{extra}"
+        if point.strip() != name:
+            continue
+        log = os.environ.get(FAULT_LOG_ENV)
+        if log:
+            with open(log, "a", encoding="utf-8") as fh:
+                fh.write(f"{name} {os.getpid()}\n")
+        time.sleep(float(seconds or 0))
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -39,6 +67,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
+        fault_point(f"write:{path.name}")
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):

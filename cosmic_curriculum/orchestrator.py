@@ -28,7 +28,6 @@ import os
 import shlex
 import shutil
 import signal
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -67,8 +66,8 @@ from cosmic_curriculum.state import (
 HISTORY_FILE = history.HISTORY_FILE
 COMMIT_PREFIX = "chore(training): curriculum progress after"
 # Test-only fault injection: "phase:seconds,..." sleeps right after that phase is saved,
-# so crash tests can SIGKILL the run at a known phase.
-PAUSE_ENV = "COSMIC_CURRICULUM_FAULT_PAUSE"
+# so crash tests can SIGKILL the run at a known phase (more points: fsio.fault_point).
+PAUSE_ENV = fsio.PAUSE_ENV
 CURVES_FILE = "curriculum_curves.png"
 REASON_HINT = '--reason "..."'
 HANDLED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -164,13 +163,7 @@ def _counts_summary(record: dict[str, Any]) -> str:
 
 
 def _pause_at(phase: str) -> None:
-    spec = os.environ.get(PAUSE_ENV)
-    if not spec:
-        return
-    for item in spec.split(","):
-        name, _, seconds = item.partition(":")
-        if name.strip() == phase:
-            time.sleep(float(seconds or 0))
+    fsio.fault_point(phase)
 
 
 def _parse_time(stamp: str) -> float:
@@ -292,6 +285,13 @@ class Orchestrator:
             return message
         if not isinstance(holder, int) or runner.process_start_time(holder) is not None:
             return message
+        if flight is not None and flight.phase == "trained":
+            # The run died while its evaluation command ran; that command holds the lock.
+            return (
+                f"{self.ws}: the evaluation of {flight.experiment} outlived its run (pid "
+                f"{holder}) and still holds this workspace; wait for it to finish (its record "
+                f"will be used by the next `{self.command()}`), then re-run"
+            )
         if flight is None or flight.pgid is None or flight.pid is None:
             return message
         if not runner.recorded_group_is_ours(flight.pgid, flight.pid, flight.pid_start_time):
@@ -717,6 +717,7 @@ class Orchestrator:
         )
         try:
             # Until watch() owns it, any exception (a signal included) must stop the group.
+            _pause_at("launched")
             flight.pgid, flight.pid = proc.pgid, proc.pid
             flight.pid_start_time = proc.start_time
             self._save("training")
@@ -768,11 +769,11 @@ class Orchestrator:
             raise TrainerError(f"wrote an invalid bot: {exc}") from None
 
     def _attempt_error(self, flight: Attempt, problem: str, log_path: Path) -> None:
-        tail = runner.tail_text(log_path, lines=8)
+        # The first line is the whole error (what, where, the fix); the log quote follows.
         message = (
-            f"{flight.experiment}: {problem} (attempt error, not a gate failure); "
-            f"last lines of {self.rel(log_path)}:\n{tail}\n"
-            f"fix the cause and run `{self.command()}` to retry this attempt"
+            f"{flight.experiment}: {problem} (attempt error, not a gate failure); fix the "
+            f"cause and run `{self.command()}` to retry this attempt; last lines of "
+            f"{self.rel(log_path)}:\n{_indent(runner.tail_text(log_path, lines=8))}"
         )
         flight.error = f"{problem}"
         self.state.last_error = f"{flight.experiment}: {problem}"
@@ -876,8 +877,16 @@ class Orchestrator:
         with open(log_path, "ab") as log:
             log.write(f"# {utc_now()} {shlex.join(argv)}\n".encode())
         offset = log_path.stat().st_size
+        # The evaluator inherits the workspace lock like the trainer: if this run dies, a
+        # second run is refused until the orphaned evaluator has appended its record
+        # (which is then adopted), instead of evaluating the same bot twice at once.
         proc = runner.LocalLauncher().launch(
-            runner.LaunchSpec(argv=argv, cwd=self.ws, log_path=log_path)
+            runner.LaunchSpec(
+                argv=argv,
+                cwd=self.ws,
+                log_path=log_path,
+                pass_fds=(self.lock.fd,) if self.lock and self.lock.fd >= 0 else (),
+            )
         )
         outcome = runner.watch(
             proc,
@@ -895,8 +904,8 @@ class Orchestrator:
             self._save()
             raise EvaluationError(
                 f"{self.config_path}: evaluation_command failed for {flight.experiment} "
-                f"(status {outcome.returncode}); last lines of {self.rel(log_path)}:\n{tail}\n"
-                f"fix it and run `{self.command()}` to evaluate again (training is kept)"
+                f"(status {outcome.returncode}); fix it and run `{self.command()}` to evaluate "
+                f"again (training is kept); last lines of {self.rel(log_path)}:\n{_indent(tail)}"
             )
         flight.error = None
         return self._adopt(flight, before)
@@ -1066,6 +1075,10 @@ class Orchestrator:
         )
         err.exit_code = 128 + signum
         return err
+
+
+def _indent(text: str) -> str:
+    return "\n".join(f"  | {line}" for line in text.splitlines())
 
 
 def _optional(module: str, name: str) -> Any:

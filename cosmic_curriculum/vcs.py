@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cosmic_curriculum.errors import GitError
+from cosmic_curriculum.fsio import fault_point
 
 if TYPE_CHECKING:
     from git import Repo
@@ -210,6 +211,7 @@ def commit_paths(workspace: Path, paths: Sequence[Path | str], message: str) -> 
             # -f: these are files the orchestrator owns and names explicitly, even if a
             # user's ignore pattern (e.g. *.log) would match them.
             repo.git.add("-f", "--", *rel)
+            fault_point("commit:add")
             has_head = repo.head.is_valid()
             if has_head:
                 status = repo.git.diff(

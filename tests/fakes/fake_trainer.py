@@ -7,7 +7,8 @@ Behaviour comes from the JSON file named by ``FAKE_TRAINER_SCRIPT`` (if set): an
 mapping experiment names (or ``"*"``) to settings:
 ``mode``: ``ok`` (default) | ``fail`` (exit 3 after some output) | ``hang`` (never ends) |
 ``no_artifacts`` (exit 0 without final.zip/bot) | ``corrupt_bot`` (bot is not JSON) |
-``fail_once`` (fail the first run of this experiment, succeed afterwards);
+``fail_once`` (fail the first run of this experiment, succeed afterwards) | ``killed``
+(SIGKILLs itself after some output, like the kernel's OOM killer);
 ``steps`` (progress updates, default 4); ``step_seconds`` (default 0.02);
 ``bot_source`` (copy this bot file as the result, e.g. a real bot for the built-in
 evaluator).
@@ -84,6 +85,8 @@ def main() -> int:
         if mode == "fail" and i >= 2:
             print("fake trainer: simulated crash: CUDA out of memory", flush=True)
             return 3
+        if mode == "killed" and i >= 2:
+            os.kill(os.getpid(), signal.SIGKILL)
         if mode != "hang" and done >= total:
             break
     if mode == "no_artifacts":
