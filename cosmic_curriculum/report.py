@@ -15,7 +15,14 @@ from typing import Any
 from cosmic_curriculum import history
 from cosmic_curriculum.config import CurriculumConfig, load_config
 from cosmic_curriculum.errors import ConfigError, CurriculumError
-from cosmic_curriculum.state import STATE_FILE, Attempt, CurriculumState, LogEntry, load_state
+from cosmic_curriculum.state import (
+    STATE_FILE,
+    Attempt,
+    CurriculumState,
+    LogEntry,
+    check_stage_range,
+    load_state,
+)
 
 RUN = "cosmic-curriculum run"
 
@@ -90,6 +97,12 @@ def status_data(workspace: Path, config_path: Path | None = None) -> dict[str, A
         config = load_config(cfg_path)
     except CurriculumError as exc:
         config_error = str(exc)
+    if config is not None:
+        try:
+            # `run` refuses a state pointing past the configured stages; say why here too.
+            check_stage_range(state, len(config.stages), ws / STATE_FILE)
+        except CurriculumError as exc:
+            config_error = str(exc)
     ws_flag = "" if ws == Path.cwd().resolve() else f" --workspace {shlex.quote(str(ws))}"
     stages: list[dict[str, Any]] = []
     names = [s.name for s in config.stages] if config else []

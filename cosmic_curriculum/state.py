@@ -15,13 +15,14 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import socket
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from cosmic_curriculum.errors import LockError, StateError
 from cosmic_curriculum.fsio import atomic_write_json, read_json
@@ -34,6 +35,20 @@ Phase = Literal["training", "trained", "evaluated", "decided", "committed"]
 PHASES: tuple[Phase, ...] = ("training", "trained", "evaluated", "decided", "committed")
 Status = Literal["in_progress", "blocked", "done"]
 Decision = Literal["pass", "fail"]
+
+
+# Experiment names become file names (bots/<exp>.json, logs/<exp>.log, checkpoints/<exp>/):
+# a hand-edited or corrupted state must not point them outside the workspace.
+EXPERIMENT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+def _safe_experiment(value: str) -> str:
+    if not EXPERIMENT_RE.match(value) or ".." in value:
+        raise ValueError(
+            f"experiment name {value!r} is not a plain file name (letters, digits, '_', '-', "
+            "'.'; no '/' or '..')"
+        )
+    return value
 
 
 def utc_now() -> str:
@@ -62,6 +77,8 @@ class Attempt(BaseModel):
     error: str | None = None
     interrupted: bool = False
 
+    _experiment = field_validator("experiment")(_safe_experiment)
+
 
 class LogEntry(BaseModel):
     """One decided attempt. Seed keys first; unknown keys are kept as they are."""
@@ -78,6 +95,8 @@ class LogEntry(BaseModel):
     eval_id: str | None = None
     summary: str | None = None
     decided_at: str | None = None
+
+    _experiment = field_validator("experiment")(_safe_experiment)
 
 
 class CurriculumState(BaseModel):
