@@ -123,9 +123,16 @@ def preflight(workspace: Path) -> str | None:
     return None
 
 
-def _git_processes_running() -> bool:
-    """Is any git process of ours running? (Conservative: any process named git.)"""
+def _git_processes_running(repo_dirs: Sequence[Path]) -> bool:
+    """Is a git process working in this repository running?
+
+    Only git processes whose working directory lies in ``repo_dirs`` (the work tree or
+    the git dir) count: an editor polling another repository must not keep a stale lock
+    here forever (every commit would fail). A git process of ours we cannot inspect counts
+    as running (conservative).
+    """
     uid = os.getuid()
+    roots = [str(Path(d).resolve()) for d in repo_dirs]
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
@@ -134,7 +141,15 @@ def _git_processes_running() -> bool:
             owner = entry.stat().st_uid
         except OSError:
             continue
-        if owner == uid and (comm == "git" or comm.startswith("git-")):
+        if owner != uid or not (comm == "git" or comm.startswith("git-")):
+            continue
+        try:
+            cwd = os.readlink(Path(entry.path, "cwd"))
+        except OSError:
+            if Path(entry.path).exists():
+                return True
+            continue
+        if any(cwd == root or cwd.startswith(root + os.sep) for root in roots):
             return True
     return False
 
@@ -145,10 +160,13 @@ def remove_stale_index_locks(workspace: Path) -> list[Path]:
     Call only while holding the workspace lock (so no other run of ours is committing);
     nothing is removed while any git process runs, since it may own the lock.
     """
-    if not is_repo(workspace) or _git_processes_running():
+    if not is_repo(workspace):
         return []
     with open_repo(workspace) as repo:
         git_dir = Path(repo.git_dir)
+        work_tree = Path(repo.working_tree_dir or workspace)
+    if _git_processes_running([work_tree, git_dir]):
+        return []
     removed: list[Path] = []
     candidates = [git_dir / "index.lock", *git_dir.glob("next-index-*.lock")]
     for lock in candidates:

@@ -401,6 +401,33 @@ def test_users_staged_unstaged_and_untracked_work_is_kept_exactly(ws: Path) -> N
     assert not {"notes.txt", "new.py", "bots/mine.json", "scratch.txt"} & set(committed)
 
 
+def test_stale_index_lock_is_removed_unless_a_git_runs_in_this_repository(
+    ws: Path, tmp_path: Path
+) -> None:
+    """A git process elsewhere (an editor polling another repository) must not keep a
+    stale lock here forever; one working in this repository must."""
+    from cosmic_curriculum import vcs
+
+    fake_git = tmp_path / "bin" / "git"
+    fake_git.parent.mkdir()
+    fake_git.symlink_to(Path("/bin/sleep") if Path("/bin/sleep").exists() else "/usr/bin/sleep")
+    lock = ws / ".git" / "index.lock"
+    for cwd, removed in ((tmp_path, True), (ws, False)):
+        lock.write_text("")
+        proc = subprocess.Popen([str(fake_git), "30"], cwd=cwd)
+        try:
+            deadline = time.monotonic() + 5
+            while Path(f"/proc/{proc.pid}/comm").read_text().strip() != "git":
+                assert time.monotonic() < deadline
+                time.sleep(0.01)
+            assert (vcs.remove_stale_index_locks(ws) == [lock]) is removed
+            assert lock.exists() is not removed
+        finally:
+            proc.kill()
+            proc.wait()
+    lock.unlink()
+
+
 @pytest.fixture
 def hanging_ssh(tmp_path: Path) -> Iterator[tuple[dict[str, str], Path]]:
     """An ssh that never answers (a dead network): records its pid, sleeps."""
