@@ -162,6 +162,16 @@ def session_name(workspace: Path) -> str:
     return f"curriculum-{base}-{digest}"
 
 
+def tmux_literal(arg: str) -> str:
+    """``arg`` as tmux must receive it to keep it one literal argument.
+
+    tmux splits its own argv into a command sequence at every argument that *ends* with
+    ``;`` (so ``--reason "tried twice;"`` would end the command there and run the rest as
+    tmux commands); a trailing ``\\;`` is a literal semicolon.
+    """
+    return arg[:-1] + "\\;" if arg.endswith(";") else arg
+
+
 def tmux_argv(*args: str) -> list[str]:
     socket = os.environ.get(TMUX_SOCKET_ENV)
     return ["tmux", *(["-L", socket] if socket else []), *args]
@@ -213,7 +223,7 @@ def start_detached(workspace: Path, argv: Sequence[str]) -> DetachResult:
     env_flags: list[str] = []
     for key, value in os.environ.items():
         if key in SESSION_ENV_NAMES or key.startswith(SESSION_ENV_PREFIXES):
-            env_flags += ["-e", f"{key}={value}"]
+            env_flags += ["-e", tmux_literal(f"{key}={value}")]
     # One tmux invocation: the pipe is attached before the server reads any output.
     result = _tmux(
         "new-session",
@@ -227,7 +237,7 @@ def start_detached(workspace: Path, argv: Sequence[str]) -> DetachResult:
         "-y",
         "48",
         *env_flags,
-        *argv,
+        *(tmux_literal(a) for a in argv),
         ";",
         "pipe-pane",
         "-o",
