@@ -35,9 +35,9 @@ def main() -> int:
     modes = list(harness.MODES) if args.mode == "both" else [args.mode]
     started = time.monotonic()
     root = Path(tempfile.mkdtemp(prefix="crash-soak-"))
+    total = harness.Report()
     try:
         reference = harness.baseline(root / "clean")
-        total = harness.Report()
         for k, mode in enumerate(modes):
             share = args.iterations // len(modes) + (1 if k < args.iterations % len(modes) else 0)
             report = harness.crash_series(root, reference, seed + k, mode, share)
@@ -60,7 +60,7 @@ def main() -> int:
         for problem in total.mismatches:
             print(f"MISMATCH {problem}")
     finally:
-        if args.keep:
+        if args.keep or total.mismatches:
             print(f"kept {root}")
         else:
             shutil.rmtree(root, ignore_errors=True)

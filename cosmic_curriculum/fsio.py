@@ -69,6 +69,11 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
             os.fsync(fh.fileno())
         fault_point(f"write:{path.name}")
         os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        # Name the file the caller wrote, not our temp file.
+        raise OSError(exc.errno, exc.strerror, str(path)) from exc
     except BaseException:
         with contextlib.suppress(OSError):
             tmp.unlink()

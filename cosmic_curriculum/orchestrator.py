@@ -273,6 +273,14 @@ class Orchestrator:
                     return self._loop()
                 except _Interrupt as interrupt:
                     raise self._interrupted(interrupt.signum) from None
+                except OSError as exc:
+                    # Disk full, permissions, a vanished directory: every write is atomic
+                    # and every step resumable, so say which file and how to go on.
+                    raise StateError(
+                        f"{exc.filename or self.ws}: {exc.strerror or exc}; the files "
+                        f"written so far are intact; free space or fix permissions and "
+                        f"re-run `{self.command()}` to continue where it stopped"
+                    ) from None
         finally:
             lock.release()
 
@@ -324,6 +332,12 @@ class Orchestrator:
         check_stage_range(self.state, len(self.config.stages), self.state_path)
         history.load(self.history_path)  # refuse a corrupt history before training
         self._check_config_change()
+        flight = self.state.in_flight
+        if flight is not None and flight.phase == "decided":
+            # A run killed between deciding and committing: finish that first (review of a
+            # block, curves, commit). The overrides and the blocked check below would
+            # otherwise skip it, leaving the review unwritten and the decision uncommitted.
+            self._persist(flight)
         self._apply_overrides()
         self._preflight_commands()
         if self.use_git:

@@ -36,7 +36,7 @@ from fakes.workspace import (
 )
 
 from cosmic_curriculum import fsio, runner
-from cosmic_curriculum.errors import EvaluationError, TrainerError
+from cosmic_curriculum.errors import BlockedError, EvaluationError, StateError, TrainerError
 from cosmic_curriculum.orchestrator import RunOptions, run_curriculum
 from cosmic_curriculum.report import Reporter
 
@@ -525,6 +525,87 @@ def test_disk_full_while_storing_an_evaluation_keeps_history_and_training(
     assert completed_trainings(ws) == EXPS  # nothing retrained
     history = json.loads((ws / "eval_history.json").read_text())
     assert [r["id"] for r in history] == [e["eval_id"] for e in read_state(ws)["log"]]
+
+
+def test_disk_full_while_writing_the_review_is_a_one_line_error_and_resumes(
+    env_ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by sweeping ENOSPC over every write of a curriculum: the review file's write
+    escaped as a raw OSError (a traceback)."""
+    ws = env_ws
+    fails = {f"curric-s2-defend{s}": "fail" for s in ("", "-retry1", "-retry2")}
+    set_scripts(ws, eval_script=fails)
+    real = fsio.atomic_write_bytes
+
+    def full(path: Path, data: bytes) -> None:
+        if Path(path).name.startswith("review-"):
+            raise OSError(errno.ENOSPC, "No space left on device", str(path))
+        real(path, data)
+
+    monkeypatch.setattr(fsio, "atomic_write_bytes", full)
+    with pytest.raises(StateError) as info:
+        in_process(ws)
+    message = str(info.value)
+    assert "\n" not in message and "review-defend.md: No space left on device" in message
+    assert "re-run `cosmic-curriculum run" in message
+    assert read_state(ws)["in_flight"]["phase"] == "decided"
+    monkeypatch.setattr(fsio, "atomic_write_bytes", real)
+    with pytest.raises(BlockedError):
+        in_process(ws)
+    assert "review-defend.md" in git(ws, "show", "--name-only", "--format=", "HEAD")
+    assert len(read_state(ws)["log"]) == 4  # the decided attempt was not logged twice
+
+
+def test_kill_after_a_blocking_decision_then_skip_still_writes_and_commits_the_review(
+    ws: Path,
+) -> None:
+    """Found by the crash soak: a run killed at 'decided' on the attempt that blocks the
+    stage; the next run (with --skip-to-next-stage) never wrote the review of that block."""
+    fails = {f"curric-s2-defend{s}": "fail" for s in ("", "-retry1", "-retry2")}
+    set_scripts(ws, eval_script=fails)
+    env = cli_env(ws) | {fsio.PAUSE_ENV: "decided:1.5"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cosmic_curriculum", "run", "--workspace", str(ws), "--no-push"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            with contextlib.suppress(ValueError, OSError):
+                flight = read_state(ws).get("in_flight") or {}
+                if flight.get("experiment") == "curric-s2-defend-retry2" and (
+                    flight.get("phase") == "decided"
+                ):
+                    break
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.02)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert read_state(ws)["status"] == "blocked"
+    assert run_cli(ws, "--skip-to-next-stage", "--reason", "good enough").returncode == 0
+    review = git(ws, "show", "HEAD:logs/review-defend.md")
+    assert "curric-s2-defend-retry2" in review and "failed 3 attempts" in review
+
+
+def test_atomic_write_errors_name_the_target_not_the_temp_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = tmp_path / "state.json"
+    target.write_text("{}")
+
+    def no_space(fd: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(fsio.os, "fsync", no_space)
+    with pytest.raises(OSError) as info:
+        fsio.atomic_write_json(target, {"a": 1})
+    assert info.value.filename == str(target) and info.value.errno == errno.ENOSPC
+    monkeypatch.undo()
+    assert target.read_text() == "{}" and list(tmp_path.iterdir()) == [target]
 
 
 # --------------------------------------------------------------------------- 7. second run
