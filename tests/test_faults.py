@@ -442,6 +442,7 @@ def hanging_ssh(tmp_path: Path) -> Iterator[tuple[dict[str, str], Path]]:
                 os.kill(int(line), signal.SIGKILL)
 
 
+@pytest.mark.slow
 def test_hanging_remote_times_out_training_goes_on_and_push_is_retried(
     env_ws: Path,
     tmp_path: Path,
@@ -556,6 +557,7 @@ def test_disk_full_while_writing_the_review_is_a_one_line_error_and_resumes(
     assert len(read_state(ws)["log"]) == 4  # the decided attempt was not logged twice
 
 
+@pytest.mark.slow
 def test_kill_after_a_blocking_decision_then_skip_still_writes_and_commits_the_review(
     ws: Path,
 ) -> None:
@@ -611,6 +613,7 @@ def test_atomic_write_errors_name_the_target_not_the_temp_file(
 # --------------------------------------------------------------------------- 7. second run
 
 
+@pytest.mark.slow
 def test_second_run_is_refused_while_an_orphaned_evaluator_runs(ws: Path) -> None:
     set_scripts(ws, eval_script={"sleep": 2.0})
     env = cli_env(ws)

@@ -143,6 +143,7 @@ def test_every_path_derived_from_names_is_inside_the_workspace(tmp_path: Path) -
         assert review.resolve().is_relative_to(root)
 
 
+@pytest.mark.slow
 def test_train_refuses_a_checkpoint_outside_the_workspace(tmp_path: Path) -> None:
     """Black box: `train --resume /tmp/x.zip` must not unpickle a foreign file."""
     marker = tmp_path / "unpickled"
