@@ -265,6 +265,12 @@ class Orchestrator:
             lock = WorkspaceLock(self.ws).acquire()
         except LockError as exc:
             raise LockError(self._explain_lock(str(exc))) from None
+        except OSError as exc:  # read-only file system, no permission, disk full
+            raise LockError(
+                f"{self.ws / LOCK_FILE}: cannot create the workspace lock "
+                f"({exc.strerror or exc}); the workspace must be writable: fix its "
+                "permissions or free space, then re-run"
+            ) from None
         try:
             with _signals_raise():
                 self.lock = lock

@@ -36,7 +36,13 @@ from fakes.workspace import (
 )
 
 from cosmic_curriculum import fsio, runner
-from cosmic_curriculum.errors import BlockedError, EvaluationError, StateError, TrainerError
+from cosmic_curriculum.errors import (
+    BlockedError,
+    EvaluationError,
+    LockError,
+    StateError,
+    TrainerError,
+)
 from cosmic_curriculum.orchestrator import RunOptions, run_curriculum
 from cosmic_curriculum.report import Reporter
 
@@ -608,6 +614,28 @@ def test_atomic_write_errors_name_the_target_not_the_temp_file(
     assert info.value.filename == str(target) and info.value.errno == errno.ENOSPC
     monkeypatch.undo()
     assert target.read_text() == "{}" and list(tmp_path.iterdir()) == [target]
+
+
+def test_workspace_lock_that_cannot_be_created_is_a_one_line_error(
+    env_ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cosmic_curriculum import state as state_module
+
+    real_open = os.open
+
+    def read_only(path: Any, flags: int, *args: Any) -> int:
+        if str(path).endswith(".cosmic-curriculum.lock"):
+            raise OSError(errno.EROFS, "Read-only file system", str(path))
+        return real_open(path, flags, *args)
+
+    monkeypatch.setattr(state_module.os, "open", read_only)
+    before = snapshot(env_ws)
+    with pytest.raises(LockError) as info:
+        in_process(env_ws)
+    message = str(info.value)
+    assert "\n" not in message and ".cosmic-curriculum.lock" in message
+    assert "Read-only file system" in message and "writable" in message
+    assert snapshot(env_ws) == before
 
 
 # --------------------------------------------------------------------------- 7. second run
