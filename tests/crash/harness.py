@@ -349,6 +349,23 @@ def crash_curriculum(
     """Run one curriculum to the end, SIGKILLing up to ``max_kills`` of its runs."""
     assert mode in MODES
     ws = new_workspace(path)
+    try:
+        return _crash(ws, reference, rng, mode, max_kills, max_delay, timeout)
+    except BaseException:
+        kill_everything(ws)  # never leave a run or trainer behind (test failure, Ctrl-C)
+        raise
+
+
+def _crash(
+    ws: Path,
+    reference: dict[str, Any],
+    rng: random.Random,
+    mode: str,
+    max_kills: int,
+    max_delay: float,
+    timeout: float,
+) -> Report:
+    path = ws
     report = Report(curricula=1)
     deadline = time.monotonic() + timeout
     done = False
@@ -405,6 +422,7 @@ def crash_curriculum(
     if not report.mismatches:
         shutil.rmtree(path.parent / f"{path.name}-scripts", ignore_errors=True)
         shutil.rmtree(path, ignore_errors=True)
+        (path.parent / f"{path.name}-run.out").unlink(missing_ok=True)
     return report
 
 
