@@ -99,8 +99,8 @@ def train_command(
     opponent_bot: Path | None = typer.Option(
         None, help="Bot JSON to train against (--opponent-mode bot)."
     ),
-    attack_goal_bias: float | None = typer.Option(
-        None, help="Shaping weight on orb progress toward the opponent goal (default: the game's)."
+    attack_goal_bias: float = typer.Option(
+        0.5, help="Shaping weight on orb progress toward the opponent goal (0 = goals only)."
     ),
     allow_vertical: bool = typer.Option(True, help="Allow vertical motion (off: planar games)."),
     allow_pitch_roll: bool = typer.Option(

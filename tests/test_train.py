@@ -118,8 +118,11 @@ def test_game_flags_reach_the_game(tmp_path: Path) -> None:
     assert (game.decision_ticks, game.attack_goal_bias, game.draw_penalty) == (4, 0.7, 5.0)
     assert not game.allow_vertical and not game.allow_pitch_roll
     assert default.allow_vertical and default.allow_pitch_roll
+    # the trainer shapes by default (the game's own default is goals only); 0 turns it off
+    assert default.attack_goal_bias == 0.5
+    assert train.game_settings(tiny(tmp_path, attack_goal_bias=0.0)).attack_goal_bias == 0.0
     # flags not given keep the game's defaults
-    assert default.attack_goal_bias == type(default)().attack_goal_bias
+    assert default.draw_penalty == type(default)().draw_penalty
 
 
 def test_checkpoints_outside_the_workspace_are_refused(tmp_path: Path) -> None:
