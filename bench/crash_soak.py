@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import random
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -31,6 +32,8 @@ def main() -> int:
     parser.add_argument("--mode", choices=["both", *harness.MODES], default="both")
     parser.add_argument("--keep", action="store_true", help="keep the temp directory")
     args = parser.parse_args()
+    # SIGTERM unwinds like Ctrl-C, so the harness stops the processes it started.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(10**6)
     modes = list(harness.MODES) if args.mode == "both" else [args.mode]
     started = time.monotonic()
