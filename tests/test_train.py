@@ -423,3 +423,48 @@ def test_self_play_rookie_share_mixes_in_the_scripted_rookie(tmp_path: Path) -> 
     assert all(s.snapshot_timesteps >= 0 for s in swaps) and kinds == {"mlp"}
     swaps, kinds = opponents(0.5)
     assert kinds == {"mlp", "scripted"}
+
+
+@pytest.mark.slow
+def test_sigterm_to_the_command_saves_a_checkpoint_and_a_partial_bot(tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "cosmic_curriculum",
+            "train",
+            "term",
+            "--timesteps",
+            "100000000",
+            "--n-parallel",
+            "16",
+            "--rollout-size",
+            "256",
+            "--n-epochs",
+            "1",
+            "--opponent-mode",
+            "inert",
+            "--device",
+            "cpu",
+        ],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    try:
+        for line in proc.stdout:  # wait until it is really training
+            if parse_progress_line(line) is not None:
+                break
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert "SIGTERM" in err and "(partial)" in out
+    steps = train.step_checkpoints(tmp_path / "checkpoints" / "term")
+    assert steps, "no checkpoint saved on SIGTERM"
+    doc = json.loads((tmp_path / "bots" / "term.json").read_text())
+    assert doc["partial"] is True and doc["provenance"]["timesteps"] == steps[-1][0]
