@@ -22,6 +22,7 @@ def clean_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return harness.baseline(tmp_path_factory.mktemp("clean") / "ws")
 
 
+@pytest.mark.slow
 def test_clean_run_covers_every_decision_kind(clean_run: dict[str, Any]) -> None:
     log = clean_run["state"]["log"]
     assert clean_run["state"]["status"] == "done"
@@ -61,6 +62,7 @@ def test_normalise_drops_only_volatile_keys() -> None:
     assert harness.normalise(state) == {"log": [{"decision": "pass"}], "status": "done"}
 
 
+@pytest.mark.slow
 def test_final_check_catches_a_duplicated_attempt(
     clean_run: dict[str, Any], tmp_path: Path
 ) -> None:
