@@ -22,16 +22,14 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import importlib
 import json
 import os
 import shlex
 import shutil
 import signal
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
-from fractions import Fraction
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -122,12 +120,6 @@ def experiment_name(stage_index: int, stage_name: str, attempt: int) -> str:
     return base if attempt == 0 else f"{base}-retry{attempt}"
 
 
-def margin_fails_exact(wins_a: int, wins_b: int, episodes: int, margin: float) -> bool:
-    """Fail iff (wins_b - wins_a) / episodes >= margin, computed on integers."""
-    m = Fraction(str(margin)).limit_denominator(1_000_000)
-    return (wins_b - wins_a) * m.denominator >= m.numerator * episodes
-
-
 def gate_verdict(settings: GateSettings, record: dict[str, Any]) -> tuple[str, str]:
     """(verdict, summary) for a finished evaluation record with fixed episodes.
 
@@ -139,15 +131,12 @@ def gate_verdict(settings: GateSettings, record: dict[str, Any]) -> tuple[str, s
     if isinstance(own, dict) and own.get("verdict") in ("pass", "fail"):
         return str(own["verdict"]), str(own.get("summary") or _counts_summary(record))
     wa, wb, d, n = (int(record[k]) for k in ("wins_a", "wins_b", "draws", "episodes"))
-    from cosmic_curriculum import gate
+    from cosmic_curriculum.gate import decide
 
-    decide = getattr(gate, "decide", None)
-    if decide is not None:
-        decision = decide(settings, wa, wb, d, planned_episodes=n)
-        if decision.verdict in ("pass", "fail"):
-            return str(decision.verdict), str(decision.summary)
-    verdict = "fail" if margin_fails_exact(wa, wb, n, settings.regression_margin) else "pass"
-    return verdict, f"{_counts_summary(record)} → {verdict}"
+    # The record's episodes are all there will be: with planned_episodes = n the margin
+    # rule decides on them and the SPRT treats n as its cap, so the verdict is final.
+    decision = decide(settings, wa, wb, d, planned_episodes=n)
+    return str(decision.verdict), str(decision.summary)
 
 
 def _counts_summary(record: dict[str, Any]) -> str:
@@ -484,12 +473,9 @@ class Orchestrator:
             self._check_executable(self.config.evaluation_command[0], "evaluation_command")
         reference = self.reference_for(self.state.stage_index)
         self.validate_bot(reference, "reference bot")
-        plan = (
-            _optional("cosmic_curriculum.evaluate", "plan")
-            if self.uses_default_evaluator()
-            else None
-        )
-        if plan is not None:
+        if self.uses_default_evaluator():
+            from cosmic_curriculum.evaluate import plan
+
             # The built-in evaluator plays seat-swapped pairs: refuse an odd episode count
             # now, not after a stage of training.
             for i in range(self.state.stage_index, len(self.config.stages)):
@@ -544,10 +530,11 @@ class Orchestrator:
         if not path.is_file():
             raise ConfigError(f"{path}: {what} not found; check reference_bot in stages.toml")
         if self.uses_default_evaluator():
-            load_bot = _optional("cosmic_curriculum.policies", "load_bot")
-            if load_bot is not None:
-                load_bot(path)
-                return
+            from cosmic_curriculum.policies import load_bot
+
+            load_bot(path)
+            return
+        # A user's own evaluator may use another bot format: only require JSON.
         try:
             json.loads(path.read_text(encoding="utf-8"))
         except (ValueError, UnicodeDecodeError) as exc:
@@ -854,14 +841,8 @@ class Orchestrator:
         self.reporter.evaluation_started(flight, flight.reference or "")
         if self.config.evaluation_command:
             return self._external_evaluation(flight, candidate, reference, settings)
-        run_evaluation: Callable[..., dict[str, Any]] | None = _optional(
-            "cosmic_curriculum.evaluate", "run_evaluation"
-        )
-        if run_evaluation is None:
-            raise EvaluationError(
-                f"{self.config_path}: the built-in evaluator is not available in this "
-                "installation; set evaluation_command in stages.toml"
-            )
+        from cosmic_curriculum.evaluate import run_evaluation
+
         seed = int(hashlib.sha256(flight.experiment.encode()).hexdigest()[:8], 16)
         return run_evaluation(
             candidate,
@@ -1050,11 +1031,10 @@ class Orchestrator:
         return path
 
     def _plot_curves(self) -> None:
-        plot = _optional("cosmic_curriculum.curves", "plot_curriculum")
-        if plot is None:
-            return
+        from cosmic_curriculum.curves import plot_curriculum
+
         try:
-            out = plot(self.ws / "logs", self.ws / "logs" / CURVES_FILE)
+            out = plot_curriculum(self.ws / "logs", self.ws / "logs" / CURVES_FILE)
         except Exception as exc:  # plotting must never cost a finished curriculum
             self.reporter.warning(f"could not plot the learning curves: {exc}")
             return
@@ -1099,17 +1079,6 @@ class Orchestrator:
 
 def _indent(text: str) -> str:
     return "\n".join(f"  | {line}" for line in text.splitlines())
-
-
-def _optional(module: str, name: str) -> Any:
-    """``module.name`` if that module (written by another part of the project) has it."""
-    try:
-        mod = importlib.import_module(module)
-    except ModuleNotFoundError as exc:
-        if exc.name != module:
-            raise
-        return None
-    return getattr(mod, name, None)
 
 
 def _describe_change(old: dict[str, Any] | None, new: dict[str, Any] | None) -> str:

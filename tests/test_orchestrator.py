@@ -29,11 +29,11 @@ from cosmic_curriculum.errors import (
     StateError,
     TrainerError,
 )
+from cosmic_curriculum.gate import margin_fails
 from cosmic_curriculum.orchestrator import (
     RunOptions,
     experiment_name,
     latest_step_checkpoint,
-    margin_fails_exact,
     run_curriculum,
 )
 from cosmic_curriculum.report import Reporter
@@ -87,10 +87,10 @@ def test_names_and_exact_margin_rule() -> None:
     assert experiment_name(0, "score", 0) == "curric-s1-score"
     assert experiment_name(1, "defend", 3) == "curric-s2-defend-retry3"
     # 0.15 exactly at the boundary fails (float subtraction would say 0.1499999...).
-    assert margin_fails_exact(30, 45, 100, 0.15)
-    assert not margin_fails_exact(31, 45, 100, 0.15)
-    assert margin_fails_exact(7, 10, 20, 0.15)
-    assert not margin_fails_exact(10, 8, 20, 0.15)
+    assert margin_fails(30, 45, 100, 0.15)
+    assert not margin_fails(31, 45, 100, 0.15)
+    assert margin_fails(7, 10, 20, 0.15)
+    assert not margin_fails(10, 8, 20, 0.15)
 
 
 def test_full_pass_flow_resume_and_reference_rules(ws: Path) -> None:
