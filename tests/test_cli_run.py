@@ -217,14 +217,14 @@ def test_status_json_and_table(ws: Path) -> None:
     assert "curric-s1-score-retry2" in table.stdout and "blocked" in table.stdout
 
 
-def test_status_does_not_import_torch_or_sb3(ws: Path) -> None:
+def test_status_does_not_import_torch_sb3_git_or_numpy(ws: Path) -> None:
     code = (
         "import sys\n"
         "from typer.testing import CliRunner\n"
         "from cosmic_curriculum.cli import app\n"
         f"r = CliRunner().invoke(app, ['status', '--workspace', {str(ws)!r}])\n"
         "assert r.exit_code == 0, r.output\n"
-        "heavy = {'torch', 'stable_baselines3', 'git'}\n"
+        "heavy = {'torch', 'stable_baselines3', 'git', 'numpy', 'matplotlib'}\n"
         "print(sorted({m.split('.')[0] for m in sys.modules} & heavy))\n"
     )
     out = subprocess.run(
