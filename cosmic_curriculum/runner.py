@@ -103,23 +103,24 @@ def stop_group(
         if reap:
             reap()
         return True
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline:
-        if reap:
-            reap()
-        if not group_members(pgid):
-            return True
-        time.sleep(0.05)
+    if _wait_until_gone(pgid, grace, reap):
+        return True
     with contextlib.suppress(ProcessLookupError):
         os.killpg(pgid, signal.SIGKILL)
-    deadline = time.monotonic() + 5.0
-    while time.monotonic() < deadline:
+    return _wait_until_gone(pgid, 5.0, reap)
+
+
+def _wait_until_gone(pgid: int, seconds: float, reap: Callable[[], object] | None) -> bool:
+    """Poll until no live process is left in the group (True) or ``seconds`` pass."""
+    deadline = time.monotonic() + seconds
+    while True:
         if reap:
             reap()
         if not group_members(pgid):
             return True
+        if time.monotonic() >= deadline:
+            return False
         time.sleep(0.05)
-    return not group_members(pgid)
 
 
 def stop_recorded_group(
