@@ -378,16 +378,7 @@ def test_preflight_reference_bot_and_training_command(ws: Path) -> None:
 
 
 def test_config_change_of_a_finished_stage_needs_consent(ws: Path) -> None:
-    set_scripts(
-        ws,
-        eval_script={
-            "curric-s2-defend": "fail",
-            "curric-s2-defend-retry1": "fail",
-            "curric-s2-defend-retry2": "fail",
-        },
-    )
-    with pytest.raises(BlockedError):
-        run(ws)
+    _block_stage_two(ws)
     text = (ws / "stages.toml").read_text().replace('"--stage-flag", "score"', '"--new"')
     (ws / "stages.toml").write_text(text)
     with pytest.raises(ConfigError, match=r"finished stage 1 score .*flags"):
