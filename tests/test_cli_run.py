@@ -21,6 +21,7 @@ from fakes.workspace import (
     git,
     make_workspace,
     read_state,
+    run_argv,
     set_scripts,
     trainer_runs,
 )
@@ -55,16 +56,7 @@ def start(
         env[PAUSE_ENV] = pause
     out = open(ws.parent / log, "ab")  # noqa: SIM115 - the child keeps its own copy
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "cosmic_curriculum",
-            "run",
-            "--workspace",
-            str(ws),
-            "--no-push",
-            *args,
-        ],
+        run_argv(ws, *args),
         env=env,
         stdout=out,
         stderr=subprocess.STDOUT,

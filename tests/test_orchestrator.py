@@ -159,7 +159,7 @@ def test_retry_then_block_review_and_messages(ws: Path) -> None:
     assert len(completed_trainings(ws)) == 4
 
 
-def _block_stage_two(ws: Path) -> None:
+def _block_stage_two(ws: Path, **run_options: Any) -> None:
     set_scripts(
         ws,
         eval_script={
@@ -169,7 +169,7 @@ def _block_stage_two(ws: Path) -> None:
         },
     )
     with pytest.raises(BlockedError):
-        run(ws)
+        run(ws, **run_options)
 
 
 def test_force_retry_runs_next_attempt_and_blocks_again_on_failure(ws: Path) -> None:
@@ -435,16 +435,7 @@ def test_unreachable_remote_sets_push_pending_and_training_goes_on(
     bare = tmp_path / "remote.git"
     git(tmp_path, "init", "-q", "--bare", str(bare))
     git(ws, "remote", "add", "origin", str(bare))
-    set_scripts(
-        ws,
-        eval_script={
-            "curric-s2-defend": "fail",
-            "curric-s2-defend-retry1": "fail",
-            "curric-s2-defend-retry2": "fail",
-        },
-    )
-    with pytest.raises(BlockedError):
-        run(ws, push=True)
+    _block_stage_two(ws, push=True)
     assert git(bare, "rev-parse", "main") == git(ws, "rev-parse", "HEAD")
     assert read_state(ws)["push_pending"] is False
     import shutil

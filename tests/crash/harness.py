@@ -26,14 +26,13 @@ import random
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fakes.workspace import cli_env, completed_trainings, git, make_workspace
+from fakes.workspace import cli_env, completed_trainings, git, make_workspace, run_argv
 
 from cosmic_curriculum.fsio import FAULT_LOG_ENV, PAUSE_ENV
 from cosmic_curriculum.state import WorkspaceLock
@@ -151,16 +150,7 @@ def start_run(ws: Path, flags: list[str], pause: str | None) -> subprocess.Popen
     out = open(ws.parent / f"{ws.name}-run.out", "ab")  # noqa: SIM115 - child keeps a copy
     try:
         return subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "cosmic_curriculum",
-                "run",
-                "--workspace",
-                str(ws),
-                "--no-push",
-                *flags,
-            ],
+            run_argv(ws, *flags),
             cwd=ws,
             env=env,
             stdin=subprocess.DEVNULL,

@@ -122,3 +122,17 @@ def cli_env(path: Path) -> dict[str, str]:
     env.update(fake_env(path))
     env["PYTHONPATH"] = str(FAKES.parent.parent)
     return env
+
+
+def run_argv(path: Path, *flags: str) -> list[str]:
+    """The command line of `cosmic-curriculum run` on workspace ``path`` (never pushes)."""
+    return [
+        sys.executable,
+        "-m",
+        "cosmic_curriculum",
+        "run",
+        "--workspace",
+        str(path),
+        "--no-push",
+        *flags,
+    ]
