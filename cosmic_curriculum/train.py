@@ -711,6 +711,12 @@ def train(settings: TrainSettings, extra_callbacks: Sequence[Any] = ()) -> Train
         model.set_random_seed(settings.seed)
         if resumed_from is not None and settings.reset_std is not None:
             set_log_std(model.policy, settings.reset_std)
+    if tensorboard_log is None:
+        # SB3's own logger without outputs still creates an empty SB3-<date> folder in the
+        # system temp dir on every run; a logger with no outputs and no folder does not.
+        from stable_baselines3.common.logger import Logger
+
+        model.set_logger(Logger(folder=None, output_formats=[]))
 
     if continued_from is not None:
         total = settings.timesteps

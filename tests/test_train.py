@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -144,9 +145,14 @@ def test_checkpoints_outside_the_workspace_are_refused(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_tiny_training_writes_every_artifact(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    system_tmp = tmp_path / "system-tmp"
+    system_tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(system_tmp))
     result = train.train(tiny(tmp_path, progress_interval=0.01))
+    # SB3's default logger would leave an empty SB3-<date> folder per run
+    assert list(system_tmp.glob("SB3-*")) == []
     assert result.exit_code == 0 and not result.partial
     final = tmp_path / "checkpoints" / "exp" / "final.zip"
     assert result.checkpoint == final and final.is_file()
