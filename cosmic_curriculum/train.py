@@ -16,7 +16,9 @@ Resume semantics (the training-command contract):
   and the bot is only re-exported.
 * ``--resume`` from another experiment (previous stage or attempt) starts a new count and
   applies ``--reset-std``. Game settings may differ: only observation and action sizes must
-  match, and they never depend on the settings.
+  match, and they never depend on the settings. Every checkpoint records its game
+  settings; actions that game ignored (lift when planar, pitch and roll when level) and
+  this one uses restart at output 0 (:func:`reset_unused_actions`).
 
 Default hyperparameters, and why (measured on 2 CPU cores, see docs/BENCHMARKS.md):
 
@@ -57,12 +59,14 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import io
+import json
 import math
 import re
 import signal
 import subprocess
 import sys
 import time
+import zipfile
 from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -256,15 +260,72 @@ def git_commit(workspace: Path) -> str | None:
     return commit if out.returncode == 0 and commit else None
 
 
-def save_model_atomic(model: Any, path: Path) -> str:
-    """Save an SB3 model with an atomic replace; returns the file's sha256."""
+GAME_MEMBER = "cosmic_game.json"
+
+
+def save_model_atomic(model: Any, path: Path, game: Any) -> str:
+    """Save an SB3 model with an atomic replace; returns the file's sha256.
+
+    The game settings it was trained under ride along as the zip member ``GAME_MEMBER``
+    (SB3's loader ignores members it does not know), so a later stage can tell which
+    action dimensions this policy ever used (see :func:`reset_unused_actions`).
+    """
     from cosmic_curriculum.fsio import atomic_write_bytes
 
     buffer = io.BytesIO()
     model.save(buffer)
+    with zipfile.ZipFile(buffer, "a") as archive:
+        archive.writestr(GAME_MEMBER, json.dumps(game.model_dump(), sort_keys=True))
     data = buffer.getvalue()
     atomic_write_bytes(path, data)
     return hashlib.sha256(data).hexdigest()
+
+
+def checkpoint_game(path: Path) -> dict[str, Any] | None:
+    """The game settings recorded in a checkpoint, or None (older or foreign files)."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            data = json.loads(archive.read(GAME_MEMBER))
+    except (KeyError, OSError, ValueError, zipfile.BadZipFile):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+# Action indices a game ignores: lift without vertical play, pitch and roll while ships
+# stay level (see cosmic_curriculum.arena.rules).
+ACTION_NAMES = ("thrust", "strafe", "lift", "yaw", "pitch", "roll")
+_LIFT, _PITCH, _ROLL = 2, 4, 5
+
+
+def unused_actions(game: dict[str, Any]) -> set[int]:
+    """Action indices that had no effect in a game with these settings."""
+    unused: set[int] = set()
+    if not game.get("allow_vertical", True):
+        unused.add(_LIFT)
+    if not game.get("allow_pitch_roll", True):
+        unused |= {_PITCH, _ROLL}
+    return unused
+
+
+def reset_unused_actions(policy: Any, previous: dict[str, Any] | None, game: Any) -> list[int]:
+    """Zero the action head's rows for actions the previous game ignored but this one uses.
+
+    A planar stage never rewards or punishes lift, pitch or roll, so the head's outputs
+    for them drift to arbitrary values: the planar bot entering 3-D pitched its nose at
+    half rate from the kickoff, tumbled, and won 1 of 200 games against an inert opponent
+    (49 with those outputs at zero). Zero rows give a mean of 0 (hold attitude, no
+    lift), where a fresh policy starts; the rows keep learning from there.
+    """
+    import torch
+
+    if previous is None:
+        return []
+    dims = sorted(unused_actions(previous) - unused_actions(game.model_dump()))
+    if dims:
+        with torch.no_grad():
+            policy.action_net.weight[dims] = 0.0
+            policy.action_net.bias[dims] = 0.0
+    return dims
 
 
 # --------------------------------------------------------------------------------------
@@ -510,7 +571,7 @@ def make_callbacks(
             if self.num_timesteps - self.last >= settings.checkpoint_every:
                 self.last = self.num_timesteps
                 path = paths.experiment_dir / f"step_{self.num_timesteps}.zip"
-                save_model_atomic(self.model, path)
+                save_model_atomic(self.model, path, game)
                 stats.checkpoints.append(path)
                 for _, old in step_checkpoints(paths.experiment_dir)[: -settings.keep_checkpoints]:
                     with contextlib.suppress(FileNotFoundError):
@@ -709,8 +770,17 @@ def train(settings: TrainSettings, extra_callbacks: Sequence[Any] = ()) -> Train
         except (ValueError, KeyError, OSError, RuntimeError) as exc:
             raise TrainerError(f"--resume {start}: cannot load checkpoint: {exc}") from None
         model.set_random_seed(settings.seed)
-        if resumed_from is not None and settings.reset_std is not None:
-            set_log_std(model.policy, settings.reset_std)
+        if resumed_from is not None:
+            if settings.reset_std is not None:
+                set_log_std(model.policy, settings.reset_std)
+            freed = reset_unused_actions(model.policy, checkpoint_game(resumed_from), game)
+            if freed:
+                names = "/".join(ACTION_NAMES[i] for i in freed)
+                print(
+                    f"{names} had no effect in the game of {resumed_from.parent.name}/"
+                    f"{resumed_from.name}: their outputs restart at 0",
+                    flush=True,
+                )
     if tensorboard_log is None:
         # SB3's own logger without outputs still creates an empty SB3-<date> folder in the
         # system temp dir on every run; a logger with no outputs and no folder does not.
@@ -752,7 +822,7 @@ def train(settings: TrainSettings, extra_callbacks: Sequence[Any] = ()) -> Train
             checkpoint = paths.experiment_dir / f"step_{model.num_timesteps}.zip"
         else:
             checkpoint = paths.final
-        sha = save_model_atomic(model, checkpoint)
+        sha = save_model_atomic(model, checkpoint, game)
         export_bot(model, settings, paths, game, checkpoint, sha, partial, resumed_from)
     plot_curve(paths, stats)
     exit_code = 128 + stop.signum if stop.signum is not None else 0

@@ -328,6 +328,48 @@ def test_reset_std_applies_only_when_resuming_another_experiment(tmp_path: Path)
     np.testing.assert_array_equal(keep.started, saved)
 
 
+def _action_head(model: Any) -> np.ndarray:
+    head = model.policy.action_net
+    return np.column_stack([head.weight.detach().numpy(), head.bias.detach().numpy()]).copy()
+
+
+@pytest.mark.slow
+def test_actions_a_planar_stage_never_used_restart_at_zero_in_3d(tmp_path: Path) -> None:
+    planar = tiny(
+        tmp_path, name="flat", timesteps=512, allow_vertical=False, allow_pitch_roll=False
+    )
+    first = train.train(planar)
+    # the checkpoint records the game it was trained in
+    assert train.checkpoint_game(first.checkpoint) == json.loads(first.bot.read_text())["game"]
+    saved = _action_head(PPO.load(first.checkpoint, device="cpu"))
+    assert np.abs(saved[[2, 4, 5]]).max() > 0.0  # the untrained rows are not zero already
+
+    def resume(name: str, start: Path, **game: bool) -> Watch:
+        watch = Watch(at_start=lambda cb: _action_head(cb.model))
+        train.train(tiny(tmp_path, name=name, timesteps=256, resume=start, **game), [watch])
+        return watch
+
+    full = resume("full", first.checkpoint)
+    np.testing.assert_array_equal(full.started[[2, 4, 5]], 0.0)  # lift, pitch, roll
+    np.testing.assert_array_equal(full.started[[0, 1, 3]], saved[[0, 1, 3]])
+
+    # vertical play but still level: only lift was unused and used now
+    lift = resume("lift", first.checkpoint, allow_pitch_roll=False)
+    np.testing.assert_array_equal(lift.started[2], 0.0)
+    np.testing.assert_array_equal(lift.started[[0, 1, 3, 4, 5]], saved[[0, 1, 3, 4, 5]])
+
+    # planar again: nothing changes
+    same = resume("flat2", first.checkpoint, allow_vertical=False, allow_pitch_roll=False)
+    np.testing.assert_array_equal(same.started, saved)
+
+    # a checkpoint without recorded settings (e.g. saved by plain SB3) is taken as it is
+    bare = tmp_path / "checkpoints" / "bare" / "model.zip"
+    bare.parent.mkdir(parents=True)
+    PPO.load(first.checkpoint, device="cpu").save(bare)
+    assert train.checkpoint_game(bare) is None
+    np.testing.assert_array_equal(resume("from_bare", bare).started, saved)
+
+
 # --- self-play --------------------------------------------------------------------------
 
 
