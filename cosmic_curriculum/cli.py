@@ -102,6 +102,9 @@ def train_command(
     attack_goal_bias: float = typer.Option(
         0.5, help="Shaping weight on orb progress toward the opponent goal (0 = goals only)."
     ),
+    orb_approach_bias: float = typer.Option(
+        0.0, help="Shaping weight on closing the distance to the orb (0 = none)."
+    ),
     allow_vertical: bool = typer.Option(True, help="Allow vertical motion (off: planar games)."),
     allow_pitch_roll: bool = typer.Option(
         True, help="Allow pitch and roll (off: ships stay level)."
@@ -158,6 +161,7 @@ def train_command(
             opponent_mode=opponent_mode,
             opponent_bot=opponent_bot,
             attack_goal_bias=attack_goal_bias,
+            orb_approach_bias=orb_approach_bias,
             allow_vertical=allow_vertical,
             allow_pitch_roll=allow_pitch_roll,
             draw_penalty=draw_penalty,

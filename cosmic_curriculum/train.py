@@ -102,6 +102,7 @@ class TrainSettings(BaseModel):
     opponent_mode: OpponentMode = "self_play"
     opponent_bot: Path | None = None
     attack_goal_bias: float = Field(0.5, ge=0.0, description="shaping (game default: 0)")
+    orb_approach_bias: float = Field(0.0, ge=0.0, description="shaping (game default: 0)")
     allow_vertical: bool = True
     allow_pitch_roll: bool = True
     draw_penalty: float | None = Field(None, ge=0.0)
@@ -341,6 +342,7 @@ def game_settings(settings: TrainSettings) -> Any:
         "allow_vertical": settings.allow_vertical,
         "allow_pitch_roll": settings.allow_pitch_roll,
         "attack_goal_bias": settings.attack_goal_bias,
+        "orb_approach_bias": settings.orb_approach_bias,
     }
     if settings.draw_penalty is not None:
         overrides["draw_penalty"] = settings.draw_penalty

@@ -14,7 +14,11 @@ Rewards (learner's view, summed over the decision's ticks):
 - shaping ``attack_goal_bias * dx / arena_length`` where ``dx`` is the orb's displacement
   toward the opponent's goal during the decision. It telescopes: its total over an
   episode is ``attack_goal_bias`` times the orb's net progress, at most about 1, so it can
-  never outweigh a goal.
+  never outweigh a goal;
+- shaping ``orb_approach_bias * dd / arena_diagonal`` where ``dd`` is how much the
+  learner's distance to the orb shrank during the decision (a potential difference: its
+  episode total is bounded by ``orb_approach_bias``). It rewards getting to the orb, the
+  first thing a 3-D player must learn (height included), long before goals come.
 
 The time limit is part of the game (the observation shows the time left), so a timeout is
 a real terminal state, not a truncation.
@@ -28,7 +32,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from cosmic_curriculum.arena.observations import OBS_SIZE, observe
-from cosmic_curriculum.arena.rules import ACT_SIZE, new_state, reset_games, step
+from cosmic_curriculum.arena.rules import ACT_SIZE, ArenaState, new_state, reset_games, step
 from cosmic_curriculum.arena.settings import GameSettings
 from cosmic_curriculum.policies import Bot
 
@@ -105,6 +109,11 @@ class Duel:
         self.settings = settings
         return self.reset()
 
+    def _orb_distance(self, state: ArenaState) -> NDArray[np.float64]:
+        """Distance from each learner's ship to its game's orb."""
+        gap = state.ship_pos[self._games, self.learner_side] - state.orb_pos
+        return np.asarray(np.sqrt((gap * gap).sum(axis=1)), dtype=np.float64)
+
     def _learner_obs(self, obs: NDArray[np.float32]) -> NDArray[np.float32]:
         return np.ascontiguousarray(obs[self._games, self.learner_side])
 
@@ -119,6 +128,8 @@ class Duel:
         toward = np.where(me == 0, 1.0, -1.0)  # learner's attack direction in world x
         orb_x0 = self.state.orb_pos[:, 0].copy()
         orb_x_end = np.empty(n)
+        gap0 = self._orb_distance(self.state) if s.orb_approach_bias else None
+        gap_end = np.empty(n)
         finished = np.zeros(n, dtype=bool)
         outcome = np.zeros(n, dtype=np.int64)
         opp = self.opponent
@@ -145,6 +156,8 @@ class Duel:
                     lost = np.where(me == 0, ev.orange_goal, ev.blue_goal)[idx]
                     outcome[idx] = won.astype(np.int64) - lost.astype(np.int64)
                     orb_x_end[idx] = self.state.orb_pos[idx, 0]
+                    if gap0 is not None:
+                        gap_end[idx] = self._orb_distance(self.state)[idx]
                     # keep the ending tick's state; observe all of them once at the end
                     self._snapshot.put(idx, self.state.take(idx))
                     finished |= new
@@ -153,6 +166,9 @@ class Duel:
 
         orb_x_end = np.where(finished, orb_x_end, self.state.orb_pos[:, 0])
         rewards = s.attack_goal_bias * (orb_x_end - orb_x0) * toward / s.arena_length
+        if gap0 is not None:
+            gap_end = np.where(finished, gap_end, self._orb_distance(self.state))
+            rewards += s.orb_approach_bias * (gap0 - gap_end) / s.arena_diagonal
         rewards += s.goal_reward * outcome
         draws = finished & (outcome == 0)
         if s.draw_penalty:

@@ -49,6 +49,12 @@ class GameSettings(BaseModel):
         le=1000.0,
         description="shaping weight on orb displacement toward the opponent goal",
     )
+    orb_approach_bias: float = Field(
+        0.0,
+        ge=0.0,
+        le=1000.0,
+        description="shaping weight on the learner closing its distance to the orb",
+    )
 
     # --- ships ----------------------------------------------------------------------
     ship_radius: float = Field(1.0, gt=0.0)

@@ -86,6 +86,23 @@ def test_shaping_rewards_orb_progress_and_telescopes() -> None:
     assert total[0] > 0.0 > total[1]
 
 
+def test_approach_shaping_rewards_closing_in_on_the_orb_and_telescopes() -> None:
+    settings = PLANAR.model_copy(update={"orb_approach_bias": 1.0, "decision_ticks": 4})
+    duel = Duel(2, settings, InertBot(), seed=0)
+    duel.reset()
+    me = duel.state.ship_pos[[0, 1], [0, 1]]
+    gap0 = np.linalg.norm(me - duel.state.orb_pos, axis=1)
+    forward, still = np.zeros((2, 6)), np.zeros((2, 6))
+    forward[0, 0] = 1.0  # game 0's learner flies at the orb (it starts facing it)
+    total = np.zeros(2)
+    for _ in range(3):
+        total += duel.decide(np.where([[True], [False]], forward, still)).rewards
+    me = duel.state.ship_pos[[0, 1], [0, 1]]
+    gap = np.linalg.norm(me - duel.state.orb_pos, axis=1)
+    np.testing.assert_allclose(total, (gap0 - gap) / settings.arena_diagonal, atol=1e-6)
+    assert total[0] > 0.01 and total[1] == pytest.approx(0.0, abs=1e-6)
+
+
 def test_random_play_episode_returns_match_summed_rewards() -> None:
     settings = SHORT.model_copy(update={"attack_goal_bias": 1.0, "time_limit": 4.0})
     env = ArenaVecEnv(32, settings, RandomBot(8), seed=3)
