@@ -103,7 +103,7 @@ def train_command(
         0.5, help="Shaping weight on orb progress toward the opponent goal (0 = goals only)."
     ),
     orb_approach_bias: float = typer.Option(
-        0.0, help="Shaping weight on closing the distance to the orb (0 = none)."
+        0.5, help="Shaping weight on closing the distance to the orb (0 = none)."
     ),
     allow_vertical: bool = typer.Option(True, help="Allow vertical motion (off: planar games)."),
     allow_pitch_roll: bool = typer.Option(

@@ -111,17 +111,20 @@ def test_game_flags_reach_the_game(tmp_path: Path) -> None:
             tmp_path,
             speedup=4,
             attack_goal_bias=0.7,
+            orb_approach_bias=0.2,
             draw_penalty=5.0,
             allow_vertical=False,
             allow_pitch_roll=False,
         )
     )
     assert (game.decision_ticks, game.attack_goal_bias, game.draw_penalty) == (4, 0.7, 5.0)
+    assert game.orb_approach_bias == 0.2
     assert not game.allow_vertical and not game.allow_pitch_roll
     assert default.allow_vertical and default.allow_pitch_roll
     # the trainer shapes by default (the game's own default is goals only); 0 turns it off
-    assert default.attack_goal_bias == 0.5
-    assert train.game_settings(tiny(tmp_path, attack_goal_bias=0.0)).attack_goal_bias == 0.0
+    assert default.attack_goal_bias == 0.5 and default.orb_approach_bias == 0.5
+    off = train.game_settings(tiny(tmp_path, attack_goal_bias=0.0, orb_approach_bias=0.0))
+    assert off.attack_goal_bias == 0.0 and off.orb_approach_bias == 0.0
     # flags not given keep the game's defaults
     assert default.draw_penalty == type(default)().draw_penalty
 
