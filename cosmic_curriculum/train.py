@@ -41,7 +41,7 @@ Default hyperparameters, and why (measured on 2 CPU cores, see docs/BENCHMARKS.m
   the rookie from 0.69 and 0.78 to 0.73 and 0.84 (seeds 0 and 1, 200 paired games each).
 * ``[64, 64]`` tanh actor and critic: the observation is small and low-level; bigger nets
   cost throughput without learning faster at these budgets.
-* ``gamma`` 0.99 (a ~100-decision horizon: a match is ~94 decisions at speedup 16),
+* ``gamma`` 0.99 (a ~100-decision horizon: a match is ~150 decisions at speedup 16),
   ``gae_lambda`` 0.95, ``clip_range`` 0.2: SB3's well-tested PPO defaults.
 * ``torch_threads`` 1: with 2 threads one busy core elsewhere slowed PPO 3-4.5x; with one
   thread it did not notice (see NOTES in docs/BENCHMARKS.md).

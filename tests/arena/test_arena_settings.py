@@ -15,7 +15,7 @@ from cosmic_curriculum.arena.settings import (
 def test_defaults_are_valid_and_round_trip() -> None:
     s = GameSettings()
     assert GameSettings.model_validate(s.model_dump()) == s
-    assert s.max_ticks == 1500 and s.arena_length == 40.0
+    assert s.max_ticks == 2400 and s.arena_length == 40.0
     assert s.goal_reward == 1.0 and s.draw_penalty == 0.0 and s.attack_goal_bias == 0.0
     with pytest.raises(ValidationError):
         s.tick = 0.1  # type: ignore[misc]  # frozen
