@@ -1,9 +1,11 @@
 """Training throughput: our trainer's defaults on the batched arena vs SB3's usual setup.
 
-    .venv/bin/python bench/bench_train.py [--timesteps 131072] [--baseline-timesteps 32768]
+    .venv/bin/python bench/bench_train.py [--timesteps 262144] [--baseline-timesteps 16384]
+        [--modes planar,3d]
 
-Side by side in one run, same game (GameSettings with decision_ticks = --speedup), same
-opponent (inert), same machine load:
+Side by side in one run, per game mode (planar: the first stages' level, z = 0 game;
+3d: the full game, whose rules cost about twice as much per tick), same game settings
+(the defaults with decision_ticks = --speedup), same opponent (inert), same machine load:
 
 * ours: PPO with ``cosmic_curriculum.train``'s default hyperparameters (rollout, minibatch,
   epochs, net) on ONE ``ArenaVecEnv`` simulating ``--n-parallel`` games in numpy;
@@ -60,20 +62,27 @@ def baseline(game: GameSettings, n_envs: int) -> PPO:
     return PPO("MlpPolicy", env, seed=0, device="cpu", verbose=0)
 
 
+MODES = {"planar": {"allow_vertical": False, "allow_pitch_roll": False}, "3d": {}}
+
+
 def main() -> None:
     defaults = train.TrainSettings(experiment="bench")
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--timesteps", type=int, default=131_072)
-    parser.add_argument("--baseline-timesteps", type=int, default=32_768)
+    parser.add_argument("--timesteps", type=int, default=262_144)
+    parser.add_argument("--baseline-timesteps", type=int, default=16_384)
+    parser.add_argument("--modes", default="planar,3d", help="comma-separated: planar, 3d")
     parser.add_argument("--n-parallel", type=int, default=defaults.n_parallel)
     parser.add_argument("--speedup", type=int, default=defaults.speedup)
     parser.add_argument("--baseline-envs", type=int, default=8)
     parser.add_argument("--torch-threads", type=int, default=1)
     args = parser.parse_args()
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    unknown = [m for m in modes if m not in MODES]
+    if unknown or not modes:
+        parser.error(f"--modes {args.modes!r}: choose from {', '.join(MODES)}")
 
     torch.set_num_threads(args.torch_threads)
     settings = defaults.model_copy(update={"n_parallel": args.n_parallel, "speedup": args.speedup})
-    game = GameSettings(decision_ticks=args.speedup)
     n_steps, batch = train.ppo_layout(settings)
     print(
         f"ours: ArenaVecEnv({settings.n_parallel} games), n_steps {n_steps}, batch {batch}, "
@@ -85,13 +94,19 @@ def main() -> None:
     )
     print(f"speedup {args.speedup} ticks/decision, torch threads {args.torch_threads}")
 
-    ours_sps, ours_steps = steps_per_second(ours(settings, game), args.timesteps)
-    print(f"ours:     {ours_sps:10,.0f} env steps/s  ({ours_steps:,} steps)", flush=True)
-    base_sps, base_steps = steps_per_second(
-        baseline(game, args.baseline_envs), args.baseline_timesteps
-    )
-    print(f"baseline: {base_sps:10,.0f} env steps/s  ({base_steps:,} steps)", flush=True)
-    print(f"ratio:    {ours_sps / base_sps:10.1f}x")
+    for mode in modes:
+        game = GameSettings(decision_ticks=args.speedup, **MODES[mode])
+        ours_sps, ours_steps = steps_per_second(ours(settings, game), args.timesteps)
+        print(
+            f"{mode:6s} ours:     {ours_sps:10,.0f} env steps/s  ({ours_steps:,} steps)", flush=True
+        )
+        base_sps, base_steps = steps_per_second(
+            baseline(game, args.baseline_envs), args.baseline_timesteps
+        )
+        print(
+            f"{mode:6s} baseline: {base_sps:10,.0f} env steps/s  ({base_steps:,} steps)", flush=True
+        )
+        print(f"{mode:6s} ratio:    {ours_sps / base_sps:10.1f}x", flush=True)
 
 
 if __name__ == "__main__":
