@@ -296,9 +296,9 @@ def checkpoint_game(path: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-# Action indices a game ignores: lift without vertical play, pitch and roll while ships
-# stay level (see cosmic_curriculum.arena.rules).
-ACTION_NAMES = ("thrust", "strafe", "lift", "yaw", "pitch", "roll")
+ACTION_NAMES = ("thrust", "strafe", "lift", "yaw", "pitch", "roll")  # arena.rules order
+# Action indices some games ignore: lift without vertical play, pitch and roll while ships
+# stay level.
 _LIFT, _PITCH, _ROLL = 2, 4, 5
 
 
