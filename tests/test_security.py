@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fakes.workspace import cli_env, make_workspace, trainer_runs
+from fakes.workspace import cli_env, make_workspace, run_argv, trainer_runs
 
 from cosmic_curriculum.config import load_config
 from cosmic_curriculum.errors import ConfigError
@@ -78,7 +78,7 @@ def test_nasty_flags_reach_the_trainer_verbatim_through_the_cli(tmp_path: Path) 
     ).replace('flags = ["--stage-flag", "score"]', f"flags = {json.dumps(NASTY[::-1])}")
     (ws / "stages.toml").write_text(text)
     result = subprocess.run(
-        [sys.executable, "-m", "cosmic_curriculum", "run", "--workspace", str(ws), "--no-push"],
+        run_argv(ws),
         env=cli_env(ws),
         capture_output=True,
         text=True,
@@ -201,7 +201,7 @@ def test_a_pickled_reference_bot_is_refused_by_run(tmp_path: Path) -> None:
     ws = make_workspace(tmp_path / "ws", stages=["score"], external_eval=False)
     (ws / "bots" / "rookie.json").write_bytes(pickle.dumps(_Payload(str(marker))))
     result = subprocess.run(
-        [sys.executable, "-m", "cosmic_curriculum", "run", "--workspace", str(ws), "--no-push"],
+        run_argv(ws),
         env=cli_env(ws),
         capture_output=True,
         text=True,
