@@ -13,7 +13,7 @@ from typing import TypeVar
 
 import typer
 
-from cosmic_curriculum.errors import CurriculumError
+from cosmic_curriculum.errors import CurriculumError, describe_validation, option_name
 
 app = typer.Typer(
     name="cosmic-curriculum",
@@ -529,10 +529,7 @@ def gate_simulate_command(
                     check=check,
                 )
             except ValidationError as exc:
-                first = exc.errors()[0]
-                raise ConfigError(
-                    f"--{str(first['loc'][0]).replace('_', '-')}: {first['msg']}"
-                ) from None
+                raise ConfigError(describe_validation(exc, option_name, first_only=True)) from None
             m = model if r == "sprt" else "trinomial"
             specs.append(SimSpec(spec_label(settings, m, check_every), settings, m, check_every))  # type: ignore[arg-type]
         for rate in rates:

@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pydantic is not imported for the error classes alone
+    from pydantic import ValidationError
+
 
 class CurriculumError(Exception):
     """A problem the user can fix. The message names the file/setting, its value and the fix."""
@@ -46,3 +52,35 @@ class LockError(CurriculumError):
 
 class BlockedError(CurriculumError):
     """A stage failed too often and waits for a human decision."""
+
+
+def dotted(loc: tuple[Any, ...]) -> str:
+    """A pydantic error location as a key path: ``stages[1].gate.rule``."""
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "settings"
+
+
+def option_name(loc: tuple[Any, ...]) -> str:
+    """A pydantic error location as the command-line option it came from: ``--n-steps``."""
+    return "--" + "-".join(str(p) for p in loc).replace("_", "-")
+
+
+def describe_validation(
+    exc: ValidationError,
+    name: Callable[[tuple[Any, ...]], str] = dotted,
+    first_only: bool = False,
+) -> str:
+    """pydantic's errors as one line: each bad setting (named by ``name``), its value, why."""
+    parts: list[str] = []
+    for err in exc.errors()[:1] if first_only else exc.errors():
+        loc = tuple(err.get("loc", ()))
+        msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
+        if err.get("type") == "extra_forbidden":
+            parts.append(f"unknown setting {name(loc)!r}")
+        elif not loc:
+            parts.append(msg)
+        else:
+            parts.append(f"{name(loc)}={err.get('input')!r}: {msg}")
+    return "; ".join(parts)

@@ -32,8 +32,8 @@ from cosmic_curriculum.arena.observations import (
     OWN_VEL,
 )
 from cosmic_curriculum.arena.rules import ACT_SIZE
-from cosmic_curriculum.arena.settings import GameSettings, format_validation_error
-from cosmic_curriculum.errors import BotError
+from cosmic_curriculum.arena.settings import GameSettings
+from cosmic_curriculum.errors import BotError, describe_validation
 
 BOT_FORMAT = "cosmic-curriculum-bot"
 BOT_VERSION = 1
@@ -516,7 +516,7 @@ def _build(doc: Any) -> Bot:
     try:
         game = GameSettings.model_validate(doc["game"])
     except ValidationError as exc:
-        raise _Fault(f"game settings invalid: {format_validation_error(exc)}") from None
+        raise _Fault(f"game settings invalid: {describe_validation(exc)}") from None
     if not isinstance(doc["provenance"], dict):
         raise _Fault("provenance must be a JSON object")
     if not isinstance(doc["partial"], bool):
@@ -530,7 +530,7 @@ def _build(doc: Any) -> Bot:
         try:
             params = ScriptedParams.model_validate(doc["params"])
         except ValidationError as exc:
-            raise _Fault(f"params invalid: {format_validation_error(exc)}") from None
+            raise _Fault(f"params invalid: {describe_validation(exc)}") from None
         return ScriptedBot(params, ticks, game)
 
     net = doc["network"]

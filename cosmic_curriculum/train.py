@@ -82,7 +82,13 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from cosmic_curriculum.errors import BotError, ConfigError, TrainerError
+from cosmic_curriculum.errors import (
+    BotError,
+    ConfigError,
+    TrainerError,
+    describe_validation,
+    option_name,
+)
 
 OpponentMode = Literal["inert", "random", "rookie", "self_play", "bot"]
 OPPONENT_MODES: tuple[str, ...] = ("inert", "random", "rookie", "self_play", "bot")
@@ -161,12 +167,7 @@ def settings_from_options(**options: Any) -> TrainSettings:
     try:
         settings = TrainSettings(**options)
     except ValidationError as exc:
-        parts = []
-        for err in exc.errors():
-            name = "--" + "-".join(str(p) for p in err.get("loc", ())).replace("_", "-")
-            msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
-            parts.append(f"{name}={err.get('input')!r}: {msg}")
-        raise ConfigError("; ".join(parts)) from None
+        raise ConfigError(describe_validation(exc, option_name)) from None
     if settings.opponent_mode == "bot" and settings.opponent_bot is None:
         raise ConfigError("--opponent-mode bot needs --opponent-bot PATH (a bot JSON file)")
     if settings.opponent_bot is not None and settings.opponent_mode != "bot":
@@ -339,7 +340,7 @@ def reset_unused_actions(policy: Any, previous: dict[str, Any] | None, game: Any
 
 def game_settings(settings: TrainSettings) -> Any:
     """The arena's GameSettings for this run: flags given override the game's defaults."""
-    from cosmic_curriculum.arena.settings import GameSettings, format_validation_error
+    from cosmic_curriculum.arena.settings import GameSettings
 
     overrides: dict[str, Any] = {
         "decision_ticks": settings.speedup,
@@ -353,7 +354,7 @@ def game_settings(settings: TrainSettings) -> Any:
     try:
         return GameSettings(**overrides)
     except ValidationError as exc:
-        raise ConfigError(f"game settings: {format_validation_error(exc)}") from None
+        raise ConfigError(f"game settings: {describe_validation(exc)}") from None
 
 
 def scripted_opponent(mode: str, opponent_bot: Path | None, workspace: Path, speedup: int) -> Any:

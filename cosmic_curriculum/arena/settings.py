@@ -16,6 +16,8 @@ from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from cosmic_curriculum.errors import describe_validation
+
 
 class GameSettings(BaseModel):
     """Every knob of one Cosmic Clash match. Frozen; unknown keys are errors."""
@@ -170,21 +172,6 @@ class GameSettings(BaseModel):
         )
 
 
-def format_validation_error(exc: ValidationError) -> str:
-    """One line naming each bad setting, its value and pydantic's reason."""
-    parts: list[str] = []
-    for err in exc.errors():
-        loc = ".".join(str(p) for p in err.get("loc", ())) or "settings"
-        msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
-        if err.get("type") == "extra_forbidden":
-            parts.append(f"unknown setting {loc!r}")
-        elif loc == "settings":
-            parts.append(msg)
-        else:
-            parts.append(f"{loc}={err.get('input')!r}: {msg}")
-    return "; ".join(parts)
-
-
 def settings_from_dict(data: Any) -> GameSettings:
     """Validate ``data`` as :class:`GameSettings`; raises ``ValueError`` with one line."""
     if not isinstance(data, dict):
@@ -192,4 +179,4 @@ def settings_from_dict(data: Any) -> GameSettings:
     try:
         return GameSettings.model_validate(data)
     except ValidationError as exc:
-        raise ValueError(format_validation_error(exc)) from None
+        raise ValueError(describe_validation(exc)) from None

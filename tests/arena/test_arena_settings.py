@@ -5,11 +5,8 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from cosmic_curriculum.arena.settings import (
-    GameSettings,
-    format_validation_error,
-    settings_from_dict,
-)
+from cosmic_curriculum.arena.settings import GameSettings, settings_from_dict
+from cosmic_curriculum.errors import describe_validation
 
 
 def test_defaults_are_valid_and_round_trip() -> None:
@@ -47,7 +44,7 @@ def test_planar_mode_allows_a_low_goal() -> None:
     GameSettings(allow_vertical=False, goal_half_height=0.5)
     with pytest.raises(ValidationError) as info:
         GameSettings(goal_half_height=0.5)
-    assert "goal_half_height=0.5 must exceed orb_radius" in format_validation_error(info.value)
+    assert "goal_half_height=0.5 must exceed orb_radius" in describe_validation(info.value)
 
 
 def test_the_game_and_bots_never_import_torch_or_sb3() -> None:

@@ -1,0 +1,164 @@
+"""Every workspace path and the experiment-name scheme, in one place.
+
+A workspace holds::
+
+    stages.toml                 the curriculum (default --config)
+    curriculum_state.json       resumable state          eval_history.json  every evaluation
+    .cosmic-curriculum.lock     one run per workspace
+    bots/<exp>.json             exported bots             checkpoints/<exp>/final.zip
+    checkpoints/<exp>/step_<n>.zip  periodic checkpoints  checkpoints/seed/  imported seeds
+    logs/<exp>.log              trainer output            logs/<exp>.curve.png  its curve
+    logs/review-<stage>.md      why a stage blocked       logs/curriculum_curves.png
+    logs/curriculum.log         output of a detached run
+
+Experiments are named ``curric-s{i}-{stage}`` (i counted from 1) plus ``-retry{n}`` for
+attempt n >= 1. Names become file names, so :func:`check_experiment` refuses anything that
+could point outside the workspace. This module imports nothing heavy: `status` uses it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+CONFIG_FILE = "stages.toml"
+STATE_FILE = "curriculum_state.json"
+HISTORY_FILE = "eval_history.json"
+LOCK_FILE = ".cosmic-curriculum.lock"
+CURVES_FILE = "curriculum_curves.png"
+DETACHED_LOG = "curriculum.log"
+FINAL_CHECKPOINT = "final.zip"
+
+EXPERIMENT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+STEP_RE = re.compile(r"^step_(\d+)\.zip$")
+# The stage number inside an experiment name, for ordering logs by stage.
+STAGE_NUMBER_RE = re.compile(r"-s(\d+)-")
+
+
+def experiment_name(stage_index: int, stage_name: str, attempt: int) -> str:
+    """`curric-s{i}-{stage}` with i counted from 1, plus `-retry{n}` for attempt n >= 1."""
+    base = f"curric-s{stage_index + 1}-{stage_name}"
+    return base if attempt == 0 else f"{base}-retry{attempt}"
+
+
+def check_experiment(value: str) -> str:
+    """``value`` if it is a plain file name; ValueError otherwise (it names the rule)."""
+    if not EXPERIMENT_RE.match(value) or ".." in value:
+        raise ValueError(
+            f"experiment name {value!r} is not a plain file name (letters, digits, '_', '-', "
+            "'.'; no '/' or '..')"
+        )
+    return value
+
+
+def step_checkpoint_name(timesteps: int) -> str:
+    return f"step_{timesteps}.zip"
+
+
+def step_checkpoints(directory: Path) -> list[tuple[int, Path]]:
+    """The periodic checkpoints ``step_<n>.zip`` in ``directory``, oldest first."""
+    if not directory.is_dir():
+        return []
+    found = []
+    for entry in directory.iterdir():
+        match = STEP_RE.match(entry.name)
+        if match and entry.is_file():
+            found.append((int(match.group(1)), entry))
+    return sorted(found)
+
+
+def latest_step_checkpoint(directory: Path) -> Path | None:
+    """The periodic checkpoint with the largest step count, if any."""
+    found = step_checkpoints(directory)
+    return found[-1][1] if found else None
+
+
+def published_paths(experiment: str) -> list[Path]:
+    """Workspace-relative paths an experiment commits: its bot, log and learning curve."""
+    return [
+        Path("bots") / f"{experiment}.json",
+        Path("logs") / f"{experiment}.log",
+        Path("logs") / f"{experiment}.curve.png",
+    ]
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The paths of one workspace (``root`` should be absolute)."""
+
+    root: Path
+
+    @property
+    def state(self) -> Path:
+        return self.root / STATE_FILE
+
+    @property
+    def history(self) -> Path:
+        return self.root / HISTORY_FILE
+
+    @property
+    def lock(self) -> Path:
+        return self.root / LOCK_FILE
+
+    @property
+    def config(self) -> Path:
+        return self.root / CONFIG_FILE
+
+    @property
+    def bots(self) -> Path:
+        return self.root / "bots"
+
+    @property
+    def logs(self) -> Path:
+        return self.root / "logs"
+
+    @property
+    def checkpoints(self) -> Path:
+        return self.root / "checkpoints"
+
+    @property
+    def seeds(self) -> Path:
+        return self.checkpoints / "seed"
+
+    @property
+    def curves(self) -> Path:
+        return self.logs / CURVES_FILE
+
+    @property
+    def detached_log(self) -> Path:
+        return self.logs / DETACHED_LOG
+
+    def bot(self, experiment: str) -> Path:
+        return self.bots / f"{experiment}.json"
+
+    def log(self, experiment: str) -> Path:
+        return self.logs / f"{experiment}.log"
+
+    def curve(self, experiment: str) -> Path:
+        return self.logs / f"{experiment}.curve.png"
+
+    def checkpoint_dir(self, experiment: str) -> Path:
+        return self.checkpoints / experiment
+
+    def final_checkpoint(self, experiment: str) -> Path:
+        return self.checkpoint_dir(experiment) / FINAL_CHECKPOINT
+
+    def step_checkpoint(self, experiment: str, timesteps: int) -> Path:
+        return self.checkpoint_dir(experiment) / step_checkpoint_name(timesteps)
+
+    def latest_step(self, experiment: str) -> Path | None:
+        return latest_step_checkpoint(self.checkpoint_dir(experiment))
+
+    def review(self, stage_name: str) -> Path:
+        return self.logs / f"review-{stage_name}.md"
+
+    def reviews(self) -> list[Path]:
+        return sorted(self.logs.glob("review-*.md"))
+
+    def rel(self, path: Path) -> str:
+        """``path`` relative to the workspace when it is inside, else as given."""
+        try:
+            return str(path.resolve().relative_to(self.root))
+        except ValueError:
+            return str(path)
