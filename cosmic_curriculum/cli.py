@@ -260,7 +260,7 @@ def run_command(
             result = start_detached(workspace, argv)
             sys.stdout.write(result.message + "\n")
             return
-        from cosmic_curriculum.orchestrator import RunOptions, run_curriculum
+        from cosmic_curriculum.curriculum import RunOptions, run_curriculum
         from cosmic_curriculum.report import ConsoleReporter
 
         run_curriculum(

@@ -16,7 +16,6 @@ from typing import Any
 from cosmic_curriculum.errors import EvaluationError, StateError
 from cosmic_curriculum.fsio import atomic_write_json, read_json
 
-HISTORY_FILE = "eval_history.json"
 _REQUIRED = ("wins_a", "wins_b", "draws", "episodes")
 
 

@@ -15,8 +15,8 @@ from typing import Any
 from cosmic_curriculum import history
 from cosmic_curriculum.config import CurriculumConfig, load_config
 from cosmic_curriculum.errors import ConfigError, CurriculumError
+from cosmic_curriculum.layout import HISTORY_FILE, STATE_FILE
 from cosmic_curriculum.state import (
-    STATE_FILE,
     Attempt,
     CurriculumState,
     LogEntry,
@@ -129,7 +129,7 @@ def status_data(workspace: Path, config_path: Path | None = None) -> dict[str, A
             "started_at": flight.started_at,
             "interrupted": flight.interrupted,
             "error": flight.error,
-            "last_progress": getattr(flight, "last_progress", None),
+            "last_progress": flight.last_progress,
         }
         if flight.phase == "training":
             live = latest_progress(ws / "logs" / f"{flight.experiment}.log")
@@ -169,7 +169,7 @@ def status_data(workspace: Path, config_path: Path | None = None) -> dict[str, A
         "blocked_reason": state.blocked_reason,
         "last_error": state.last_error,
         "push_pending": state.push_pending,
-        "evaluations": len(history.load(ws / history.HISTORY_FILE)),
+        "evaluations": len(history.load(ws / HISTORY_FILE)),
         "config_error": config_error,
         "next": next_step,
     }

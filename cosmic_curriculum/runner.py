@@ -1,14 +1,10 @@
-"""Launch the training command in its own process group and watch it.
+"""Process groups and log files: the primitives of the local launcher.
 
-The runner decides nothing: it starts an argv list (never a shell string) in a new
-session, appends the child's stdout and stderr to a log *file* (a child writing to a pipe
-dies with its parent; one writing to a file lives on and can be found again), tails that
-file for ``@progress`` lines, and stops whole process groups with TERM, a grace period,
-then KILL. A recorded group is only ever killed after its leader's start time (field 22
-of ``/proc/<pid>/stat``) proves it is still the process we started: pids are reused.
-
-:class:`Launcher` is the seam a cluster launcher can replace: it only has to hand back a
-:class:`TrainingProcess` that can be polled and stopped.
+Stops whole process groups with TERM, a grace period, then KILL. A recorded group is only
+ever killed after its leader's start time (field 22 of ``/proc/<pid>/stat``) proves it is
+still the process we started: pids are reused. Logs are files (a child writing to a pipe
+dies with its parent; one writing to a file lives on): :class:`LogTailer` reads what was
+appended, :func:`tail_text` quotes the end for error messages. Nothing here decides.
 """
 
 from __future__ import annotations
@@ -16,16 +12,11 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import subprocess
-import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
 
 DEFAULT_GRACE_SECONDS = 10.0
-POLL_SECONDS = 0.2
 
 
 # --------------------------------------------------------------------------- /proc helpers
@@ -185,152 +176,3 @@ def tail_text(path: Path, lines: int = 15, max_bytes: int = 16384) -> str:
         return ""
     text = data.decode("utf-8", "replace").splitlines()
     return "\n".join(text[-lines:])
-
-
-# --------------------------------------------------------------------------- launching
-
-
-@dataclass(frozen=True)
-class LaunchSpec:
-    """Everything a launcher needs to start one training attempt."""
-
-    argv: Sequence[str]
-    cwd: Path
-    log_path: Path
-    env: Mapping[str, str] = field(default_factory=dict)
-    pass_fds: tuple[int, ...] = ()
-
-
-class TrainingProcess(Protocol):
-    """A started attempt, wherever it runs."""
-
-    pid: int
-    pgid: int
-    start_time: int | None
-
-    def poll(self) -> int | None: ...
-
-    def stop(self, grace: float = DEFAULT_GRACE_SECONDS) -> None: ...
-
-
-class Launcher(Protocol):
-    """Starts training attempts; a cluster launcher can replace the local one."""
-
-    def launch(self, spec: LaunchSpec) -> TrainingProcess: ...
-
-
-class LocalProcess:
-    """A trainer running on this machine as the leader of its own session."""
-
-    def __init__(self, popen: subprocess.Popen[bytes]) -> None:
-        self.popen = popen
-        self.pid = popen.pid
-        self.pgid = popen.pid  # start_new_session makes the child its group's leader
-        self.start_time = process_start_time(popen.pid)
-
-    def poll(self) -> int | None:
-        code = self.popen.poll()
-        if code is None:
-            return None
-        # The leader is gone; workers it left behind in the group must not outlive it.
-        if group_members(self.pgid):
-            stop_group(self.pgid, grace=2.0)
-        return code
-
-    def stop(self, grace: float = DEFAULT_GRACE_SECONDS) -> None:
-        stop_group(self.pgid, grace, reap=self.popen.poll)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.popen.wait(timeout=1.0)
-
-
-def trainer_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The training command's environment: ours plus the contract's variables."""
-    env = dict(os.environ)
-    env["PYTHONUNBUFFERED"] = "1"
-    env["COSMIC_CURRICULUM_PYTHON"] = sys.executable
-    # The orchestrator owns git; the trainer must not commit on its own.
-    env["COSMIC_CURRICULUM_NO_GIT"] = "1"
-    if extra:
-        env.update(extra)
-    return env
-
-
-class LocalLauncher:
-    """Run attempts as local subprocesses (argv list, new session, log file)."""
-
-    def launch(self, spec: LaunchSpec) -> TrainingProcess:
-        spec.log_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(spec.log_path, "ab") as log:
-            popen = subprocess.Popen(
-                list(spec.argv),
-                cwd=spec.cwd,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env=trainer_environment(spec.env),
-                start_new_session=True,
-                pass_fds=spec.pass_fds,
-                close_fds=True,
-            )
-        return LocalProcess(popen)
-
-
-# --------------------------------------------------------------------------- watching
-
-
-@dataclass
-class RunOutcome:
-    """How a watched attempt ended."""
-
-    returncode: int | None
-    timed_out: bool = False
-    last_progress: dict[str, Any] | None = None
-
-
-def watch(
-    proc: TrainingProcess,
-    log_path: Path,
-    *,
-    log_offset: int,
-    on_progress: Callable[[dict[str, Any]], None] | None = None,
-    timeout: float | None = None,
-    grace: float = DEFAULT_GRACE_SECONDS,
-    parse: Callable[[str], dict[str, Any] | None] | None = None,
-) -> RunOutcome:
-    """Wait for ``proc`` while forwarding progress lines; stop it after ``timeout`` seconds.
-
-    Exceptions raised while waiting (the orchestrator's signal handler raises one) stop
-    the whole group before propagating, so no trainer outlives an interrupted run.
-    """
-    if parse is None:
-        from cosmic_curriculum.progress import parse_progress_line
-
-        parse = parse_progress_line
-    tailer = LogTailer(log_path, start=log_offset)
-    outcome = RunOutcome(returncode=None)
-    deadline = None if timeout is None else time.monotonic() + timeout
-
-    def drain() -> None:
-        for line in tailer.read_lines():
-            record = parse(line)
-            if record is not None:
-                outcome.last_progress = record
-                if on_progress is not None:
-                    on_progress(record)
-
-    try:
-        while True:
-            code = proc.poll()
-            drain()
-            if code is not None:
-                outcome.returncode = code
-                return outcome
-            if deadline is not None and time.monotonic() >= deadline:
-                proc.stop(grace)
-                outcome.timed_out = True
-                outcome.returncode = proc.poll()
-                return outcome
-            time.sleep(POLL_SECONDS)
-    except BaseException:
-        proc.stop(grace)
-        raise

@@ -15,7 +15,6 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import re
 import socket
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,9 +25,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from cosmic_curriculum.errors import LockError, StateError
 from cosmic_curriculum.fsio import atomic_write_json, read_json
+from cosmic_curriculum.layout import LOCK_FILE, check_experiment
 
-STATE_FILE = "curriculum_state.json"
-LOCK_FILE = ".cosmic-curriculum.lock"
 SCHEMA_VERSION = 2
 
 Phase = Literal["training", "trained", "evaluated", "decided", "committed"]
@@ -39,16 +37,7 @@ Decision = Literal["pass", "fail"]
 
 # Experiment names become file names (bots/<exp>.json, logs/<exp>.log, checkpoints/<exp>/):
 # a hand-edited or corrupted state must not point them outside the workspace.
-EXPERIMENT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-
-
-def _safe_experiment(value: str) -> str:
-    if not EXPERIMENT_RE.match(value) or ".." in value:
-        raise ValueError(
-            f"experiment name {value!r} is not a plain file name (letters, digits, '_', '-', "
-            "'.'; no '/' or '..')"
-        )
-    return value
+_safe_experiment = check_experiment
 
 
 def utc_now() -> str:
@@ -76,6 +65,12 @@ class Attempt(BaseModel):
     summary: str | None = None
     error: str | None = None
     interrupted: bool = False
+    # Written only once set (None is never saved), in the order the first release added
+    # them, so its files round-trip byte for byte.
+    launched: bool | None = None  # the trainer was started at least once
+    last_resume: str | None = None  # the --resume of the last launch
+    last_progress: dict[str, Any] | None = None  # the trainer's last @progress record
+    history_before: int | None = None  # history length before an evaluation command ran
 
     _experiment = field_validator("experiment")(_safe_experiment)
 
@@ -95,6 +90,7 @@ class LogEntry(BaseModel):
     eval_id: str | None = None
     summary: str | None = None
     decided_at: str | None = None
+    forced_retry: bool | None = None  # decided by an attempt that --force-retry asked for
 
     _experiment = field_validator("experiment")(_safe_experiment)
 
@@ -117,6 +113,10 @@ class CurriculumState(BaseModel):
     last_error: str | None = None
     created_at: str | None = None
     updated_at: str | None = None
+    # The stages as they ran (name, flags, ...), to say what changed in stages.toml.
+    stage_definitions: list[dict[str, Any]] | None = None
+    # {"stage_index", "attempt", "reason"} of the last --force-retry.
+    forced_retry: dict[str, Any] | None = None
 
     def stage_log(self, stage_index: int) -> list[LogEntry]:
         return [e for e in self.log if e.stage_index == stage_index]

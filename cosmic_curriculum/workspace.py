@@ -18,17 +18,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from cosmic_curriculum import DATA_DIR, history
+from cosmic_curriculum import DATA_DIR
 from cosmic_curriculum.config import preset_path
 from cosmic_curriculum.errors import ConfigError, CurriculumError
 from cosmic_curriculum.fsio import atomic_write_json, atomic_write_text
-from cosmic_curriculum.state import (
-    LOCK_FILE,
-    STATE_FILE,
-    CurriculumState,
-    WorkspaceLock,
-    save_state,
-)
+from cosmic_curriculum.layout import HISTORY_FILE, LOCK_FILE, STATE_FILE
+from cosmic_curriculum.state import CurriculumState, WorkspaceLock, save_state
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 GITIGNORE = f"""# cosmic-curriculum workspace
@@ -120,9 +115,9 @@ def init_workspace(path: Path, preset: str = "default") -> InitResult:
     if not (ws / STATE_FILE).exists():
         save_state(ws / STATE_FILE, CurriculumState())
         created.append(STATE_FILE)
-    if not (ws / history.HISTORY_FILE).exists():
-        atomic_write_json(ws / history.HISTORY_FILE, [])
-        created.append(history.HISTORY_FILE)
+    if not (ws / HISTORY_FILE).exists():
+        atomic_write_json(ws / HISTORY_FILE, [])
+        created.append(HISTORY_FILE)
     if not (ws / ".gitignore").exists():
         atomic_write_text(ws / ".gitignore", GITIGNORE)
         created.append(".gitignore")

@@ -27,7 +27,7 @@ from fakes.workspace import (
 )
 
 from cosmic_curriculum import runner
-from cosmic_curriculum.orchestrator import PAUSE_ENV
+from cosmic_curriculum.fsio import PAUSE_ENV
 
 EXPS = ["curric-s1-score", "curric-s2-defend", "curric-s3-no_draws"]
 _STARTED: list[tuple[subprocess.Popen[bytes], Path]] = []

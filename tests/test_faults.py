@@ -36,6 +36,7 @@ from fakes.workspace import (
 )
 
 from cosmic_curriculum import fsio, runner
+from cosmic_curriculum.curriculum import RunOptions, run_curriculum
 from cosmic_curriculum.errors import (
     BlockedError,
     EvaluationError,
@@ -43,7 +44,6 @@ from cosmic_curriculum.errors import (
     StateError,
     TrainerError,
 )
-from cosmic_curriculum.orchestrator import RunOptions, run_curriculum
 from cosmic_curriculum.report import Reporter
 
 REPO_BOTS = Path(__file__).resolve().parent.parent / "bots"

@@ -128,18 +128,18 @@ def test_stage_names_that_could_leave_the_workspace_are_refused(tmp_path: Path, 
 
 
 def test_every_path_derived_from_names_is_inside_the_workspace(tmp_path: Path) -> None:
-    from cosmic_curriculum.orchestrator import Orchestrator, RunOptions, experiment_name
+    from cosmic_curriculum.layout import Layout, experiment_name
 
     ws = make_workspace(tmp_path / "ws", stages=["score", "x-y_9", "0"], git_repo=False)
-    orch = Orchestrator(RunOptions(workspace=ws))
-    orch.config = load_config(ws / "stages.toml")
+    paths = Layout(ws.resolve())
+    config = load_config(ws / "stages.toml")
     root = ws.resolve()
-    for i, stage in enumerate(orch.config.stages):
+    for i, stage in enumerate(config.stages):
         for attempt in (0, 1, 12):
             exp = experiment_name(i, stage.name, attempt)
-            for path in (orch.bot_path(exp), orch.log_path(exp), orch.checkpoint_dir(exp)):
+            for path in (paths.bot(exp), paths.log(exp), paths.checkpoint_dir(exp)):
                 assert path.resolve().is_relative_to(root), path
-        review = ws / "logs" / f"review-{stage.name}.md"
+        review = paths.review(stage.name)
         assert review.resolve().is_relative_to(root)
 
 

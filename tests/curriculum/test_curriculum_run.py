@@ -20,6 +20,7 @@ from fakes.workspace import (
 )
 
 from cosmic_curriculum import runner
+from cosmic_curriculum.curriculum import RunOptions, run_curriculum
 from cosmic_curriculum.errors import (
     BlockedError,
     ConfigError,
@@ -30,12 +31,7 @@ from cosmic_curriculum.errors import (
     TrainerError,
 )
 from cosmic_curriculum.gate import margin_fails
-from cosmic_curriculum.orchestrator import (
-    RunOptions,
-    experiment_name,
-    latest_step_checkpoint,
-    run_curriculum,
-)
+from cosmic_curriculum.layout import experiment_name, latest_step_checkpoint
 from cosmic_curriculum.report import Reporter
 from cosmic_curriculum.state import WorkspaceLock
 
@@ -485,7 +481,7 @@ def test_latest_step_checkpoint(tmp_path: Path) -> None:
 
 def test_built_in_evaluator_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """No evaluation_command: bots are validated by policies.load_bot and evaluated in-process."""
-    repo_bots = Path(__file__).resolve().parent.parent / "bots"
+    repo_bots = Path(__file__).resolve().parents[2] / "bots"
     if not (repo_bots / "rookie.json").is_file():
         pytest.skip("the repository's rookie bot is not there")
     ws = make_workspace(
@@ -653,9 +649,7 @@ def test_odd_episode_count_is_refused_before_training_with_the_built_in_evaluato
     ws = make_workspace(tmp_path / "ws", episodes=21, external_eval=False)
     for key, value in fake_env(ws).items():
         monkeypatch.setenv(key, value)
-    monkeypatch.setattr(
-        "cosmic_curriculum.orchestrator.Orchestrator.validate_bot", lambda *a, **k: None
-    )
+    monkeypatch.setattr("cosmic_curriculum.curriculum.preflight.validate_bot", lambda *a, **k: None)
     with pytest.raises(ConfigError, match=r"stage 1 score.*21"):
         run(ws)
     assert trainer_runs(ws) == []

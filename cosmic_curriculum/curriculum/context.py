@@ -1,0 +1,108 @@
+"""The shell's context of one `run`: its options, paths, config, state, lock and reporter.
+
+The state changes only through :meth:`Run.apply` (the pure rules of
+:mod:`~cosmic_curriculum.curriculum.transitions`) and reaches disk only through
+:meth:`Run.save` (atomic; a fault point after it lets crash tests kill at a known phase).
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cosmic_curriculum import fsio, runner
+from cosmic_curriculum.config import CurriculumConfig
+from cosmic_curriculum.curriculum import transitions
+from cosmic_curriculum.errors import StateError
+from cosmic_curriculum.launchers import Launcher
+from cosmic_curriculum.launchers.local import LocalLauncher
+from cosmic_curriculum.layout import Layout
+from cosmic_curriculum.report import Reporter
+from cosmic_curriculum.state import Attempt, CurriculumState, WorkspaceLock, save_state
+
+REASON_HINT = '--reason "..."'
+
+
+@dataclass
+class RunOptions:
+    """Everything `cosmic-curriculum run` accepts (None = take stages.toml's value)."""
+
+    workspace: Path = field(default_factory=Path.cwd)
+    config_path: Path | None = None
+    timesteps: int | None = None
+    n_parallel: int | None = None
+    speedup: int | None = None
+    seed_checkpoint: Path | None = None
+    force_retry: bool = False
+    skip_to_next_stage: bool = False
+    reason: str | None = None
+    push: bool = True
+    accept_config_change: bool = False
+    attempt_timeout: float | None = None
+    grace_seconds: float = runner.DEFAULT_GRACE_SECONDS
+    push_timeout: float = 30.0
+    launcher: Launcher | None = None
+    # How the user invoked us, for the "what to run next" hints.
+    command_prefix: str = "cosmic-curriculum run"
+
+
+class Run:
+    """One `run` of the curriculum in one workspace."""
+
+    def __init__(self, options: RunOptions, reporter: Reporter | None = None) -> None:
+        self.opts = options
+        self.reporter = reporter or Reporter()
+        self.ws = Path(options.workspace).resolve()
+        self.paths = Layout(self.ws)
+        config_path = Path(options.config_path) if options.config_path else self.paths.config
+        self.config_path = (
+            config_path if config_path.is_absolute() else (Path.cwd() / config_path).resolve()
+        )
+        self.launcher: Launcher = options.launcher or LocalLauncher()
+        self.use_git = False
+        self.lock: WorkspaceLock | None = None
+        self.config: CurriculumConfig
+        self.state: CurriculumState
+
+    @property
+    def flight(self) -> Attempt:
+        """The attempt in flight (the loop only asks while there is one)."""
+        assert self.state.in_flight is not None
+        return self.state.in_flight
+
+    def apply(self, event: transitions.Event) -> None:
+        """Move the state by one event of the pure rules (not saved yet)."""
+        self.state = transitions.apply(self.state, self.config, event)
+
+    def record(self, event: transitions.Event, pause: str | None = None) -> None:
+        """Apply ``event`` and save at once: every phase change is on disk before it acts."""
+        self.apply(event)
+        self.save(pause)
+
+    def save(self, pause: str | None = None) -> None:
+        try:
+            save_state(self.paths.state, self.state)
+        except OSError as exc:
+            # The atomic write left the previous state intact: say so instead of a traceback.
+            raise StateError(
+                f"{self.paths.state}: cannot save the curriculum state "
+                f"({exc.strerror or exc}); the previous state is intact; free space or fix "
+                f"permissions and re-run `{self.command()}`"
+            ) from None
+        if pause:
+            fsio.fault_point(pause)
+
+    def lock_fds(self) -> tuple[int, ...]:
+        """The lock's descriptor, for the children that must keep the workspace locked."""
+        return (self.lock.fd,) if self.lock and self.lock.fd >= 0 else ()
+
+    def command(self, *flags: str) -> str:
+        """How to invoke `run` again (with ``flags``) from where the user is."""
+        parts = [self.opts.command_prefix, *flags]
+        if self.ws != Path.cwd().resolve():
+            parts += ["--workspace", shlex.quote(str(self.ws))]
+        return " ".join(parts)
+
+    def rel(self, path: Path) -> str:
+        return self.paths.rel(path)

@@ -1,0 +1,171 @@
+"""`cosmic-curriculum run`: lock the workspace, check everything, then step the rules.
+
+The loop asks the pure rules what comes next and lets one shell module do it; every step
+saves the state before and after, so a run killed at any instant resumes where it stopped.
+Signals (INT, TERM, HUP) stop the trainer, mark the attempt interrupted and exit
+``128 + signum``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+from collections.abc import Iterator
+from types import FrameType
+
+from cosmic_curriculum.config import load_config
+from cosmic_curriculum.curriculum import transitions as t
+from cosmic_curriculum.curriculum.context import Run, RunOptions
+from cosmic_curriculum.curriculum.evaluation import evaluate
+from cosmic_curriculum.curriculum.persist import blocked_message, persist
+from cosmic_curriculum.curriculum.preflight import explain_lock, start
+from cosmic_curriculum.curriculum.resume import initial_resume, reference_for
+from cosmic_curriculum.curriculum.training import train
+from cosmic_curriculum.errors import (
+    BlockedError,
+    ConfigError,
+    CurriculumError,
+    LockError,
+    StateError,
+)
+from cosmic_curriculum.launchers import TrainerRecord
+from cosmic_curriculum.report import Reporter
+from cosmic_curriculum.state import CurriculumState, WorkspaceLock, save_state, utc_now
+
+HANDLED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+class InterruptedRun(CurriculumError):
+    """The run was stopped by a signal; the state is saved and `run` resumes it."""
+
+    exit_code = 130
+
+
+class _Interrupt(BaseException):
+    """Raised by our signal handler; a BaseException so no `except Exception` eats it."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def run_curriculum(options: RunOptions, reporter: Reporter | None = None) -> CurriculumState:
+    """Run or resume the curriculum; raises CurriculumError subclasses on every stop but done."""
+    run = Run(options, reporter)
+    if not run.ws.is_dir():
+        raise ConfigError(
+            f"--workspace {run.ws}: no such directory; create one with "
+            f"`cosmic-curriculum init {run.ws}`"
+        )
+    run.config = load_config(run.config_path)
+    lock = _lock(run)
+    try:
+        with _signals_raise():
+            run.lock = lock
+            try:
+                start(run)
+                return _loop(run)
+            except _Interrupt as interrupt:
+                raise _interrupted(run, interrupt.signum) from None
+            except OSError as exc:
+                # Disk full, permissions, a vanished directory: every write is atomic
+                # and every step resumable, so say which file and how to go on.
+                raise StateError(
+                    f"{exc.filename or run.ws}: {exc.strerror or exc}; the files "
+                    f"written so far are intact; free space or fix permissions and "
+                    f"re-run `{run.command()}` to continue where it stopped"
+                ) from None
+    finally:
+        lock.release()
+
+
+def _loop(run: Run) -> CurriculumState:
+    while True:
+        step = t.next_step(run.state)
+        if step == "begin":
+            i, n = run.state.stage_index, run.state.attempt
+            begin = t.BeginAttempt(
+                resume_from=initial_resume(run, i, n),
+                reference=run.rel(reference_for(run, i)),
+                timesteps=run.config.stage_timesteps(i, run.opts.timesteps),
+                now=utc_now(),
+            )
+            run.record(begin, pause="training")
+        elif step == "train":
+            train(run)
+        elif step == "evaluate":
+            evaluate(run)
+        elif step == "decide":
+            from cosmic_curriculum import history
+
+            eval_id = run.flight.eval_id or ""
+            record = history.find(run.paths.history, eval_id)
+            if record is None:
+                raise StateError(
+                    f"{run.paths.history}: evaluation {eval_id} of {run.flight.experiment} "
+                    f"is missing; restore it with `git show HEAD:{run.paths.history.name} > "
+                    f"{run.paths.history.name}`"
+                )
+            run.record(t.Decide(record, utc_now()), pause="decided")
+            run.reporter.attempt_decided(run.state.log[-1])
+        elif step == "commit":
+            persist(run)
+        else:
+            break
+    run.reporter.finished(run.state)
+    if run.state.status == "blocked":
+        raise BlockedError(blocked_message(run))
+    return run.state
+
+
+def _lock(run: Run) -> WorkspaceLock:
+    try:
+        return WorkspaceLock(run.ws).acquire()
+    except LockError as exc:
+        raise LockError(explain_lock(run, str(exc))) from None
+    except OSError as exc:  # read-only file system, no permission, disk full
+        raise LockError(
+            f"{run.paths.lock}: cannot create the workspace lock "
+            f"({exc.strerror or exc}); the workspace must be writable: fix its "
+            "permissions or free space, then re-run"
+        ) from None
+
+
+@contextlib.contextmanager
+def _signals_raise() -> Iterator[None]:
+    """Turn SIGINT/SIGTERM/SIGHUP into :class:`_Interrupt` for the duration."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        # Further signals while we clean up are ignored: cleanup is bounded (grace + KILL).
+        for sig in HANDLED_SIGNALS:
+            signal.signal(sig, signal.SIG_IGN)
+        raise _Interrupt(signum)
+
+    previous = {sig: signal.signal(sig, handler) for sig in HANDLED_SIGNALS}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def _interrupted(run: Run, signum: int) -> InterruptedRun:
+    name = signal.Signals(signum).name
+    where = "before any attempt started"
+    state = getattr(run, "state", None)  # None when the signal came before the state loaded
+    if state is not None:
+        flight = state.in_flight
+        if flight is not None:
+            # watch() already stopped the trainer; make sure, then record it.
+            if flight.pgid is not None:
+                record = TrainerRecord(flight.pgid, flight.pid, flight.pid_start_time)
+                run.launcher.attach(record, run.opts.grace_seconds)
+            run.apply(t.Interrupted())
+            where = f"in phase '{flight.phase}' of {flight.experiment}"
+        with contextlib.suppress(OSError):
+            save_state(run.paths.state, run.state)
+    err = InterruptedRun(
+        f"interrupted by {name} {where}; state saved, run `{run.command()}` to resume"
+    )
+    err.exit_code = 128 + signum
+    return err

@@ -1,0 +1,244 @@
+"""Everything that must hold before any training time is spent, in order.
+
+Clean stale temp files → load the state (corrupt: refuse, never overwrite) → follow or stop
+a trainer an earlier run recorded → git preflight → stage range, history and config change
+→ finish an attempt left at ``decided`` → overrides → trainer, evaluator and reference bot
+→ a catch-up commit of anything a crash left uncommitted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from cosmic_curriculum import fsio, history, runner, vcs
+from cosmic_curriculum.curriculum import transitions as t
+from cosmic_curriculum.curriculum.context import Run
+from cosmic_curriculum.curriculum.persist import blocked_message, commit, persist
+from cosmic_curriculum.curriculum.resume import (
+    reference_for,
+    seed_source,
+    uses_default_evaluator,
+    validate_bot,
+)
+from cosmic_curriculum.errors import BlockedError, ConfigError, CurriculumError
+from cosmic_curriculum.launchers import TrainerRecord
+from cosmic_curriculum.layout import experiment_name
+from cosmic_curriculum.state import check_stage_range, load_state, utc_now
+
+
+def start(run: Run) -> None:
+    for directory in (run.ws, run.paths.bots, run.paths.logs):
+        for removed in fsio.clean_stale_temps(directory):
+            run.reporter.info(f"removed stale temp file {run.rel(removed)}")
+    run.state = load_state(run.paths.state)
+    loaded = run.state.to_json()
+    flight = run.state.in_flight
+    if flight is not None and flight.pgid is not None:
+        record = TrainerRecord(flight.pgid, flight.pid, flight.pid_start_time)
+        if run.launcher.attach(record, run.opts.grace_seconds) == "stopped":
+            run.reporter.warning(
+                f"stopped the trainer of {flight.experiment} (process group "
+                f"{flight.pgid}) left running by an earlier run"
+            )
+        run.apply(t.Resumed())
+    _preflight_git(run)
+    check_stage_range(run.state, len(run.config.stages), run.paths.state)
+    history.load(run.paths.history)  # refuse a corrupt history before training
+    _check_config_change(run)
+    if t.next_step(run.state) == "commit":
+        # A run killed between deciding and committing: finish that first (review of a
+        # block, curves, commit). The overrides and the blocked check below would
+        # otherwise skip it, leaving the review unwritten and the decision uncommitted.
+        persist(run)
+    _apply_overrides(run)
+    _preflight_commands(run)
+    if run.use_git:
+        commit(run, "catch-up")  # a crash between save and commit left changes behind
+    if run.state.to_json() != loaded:
+        run.save()
+    flight = run.state.in_flight
+    if flight is not None and flight.phase != "committed":
+        how = " (it was interrupted)" if flight.interrupted else ""
+        how = f" (after its error: {flight.error})" if flight.error else how
+        run.reporter.info(f"resuming {flight.experiment} at phase '{flight.phase}'{how}")
+
+
+def explain_lock(run: Run, message: str) -> str:
+    """Name an orphaned trainer when it, not a live run, holds the lock."""
+    try:
+        holder = json.loads(run.paths.lock.read_text() or "{}").get("pid")
+        flight = load_state(run.paths.state).in_flight
+    except (OSError, ValueError, CurriculumError):
+        return message
+    if not isinstance(holder, int) or runner.process_start_time(holder) is not None:
+        return message
+    if flight is not None and flight.phase == "trained":
+        # The run died while its evaluation command ran; that command holds the lock.
+        return (
+            f"{run.ws}: the evaluation of {flight.experiment} outlived its run (pid "
+            f"{holder}) and still holds this workspace; wait for it to finish (its record "
+            f"will be used by the next `{run.command()}`), then re-run"
+        )
+    if flight is None or flight.pgid is None or flight.pid is None:
+        return message
+    if not runner.recorded_group_is_ours(flight.pgid, flight.pid, flight.pid_start_time):
+        return message
+    return (
+        f"{run.ws}: the trainer of {flight.experiment} (process group {flight.pgid}) "
+        f"outlived its run (pid {holder}) and still holds this workspace; wait for it to "
+        f"finish (its result will be used by the next `{run.command()}`) or stop it "
+        f"with `kill -TERM -{flight.pgid}` and re-run to resume from its last checkpoint"
+    )
+
+
+def _preflight_git(run: Run) -> None:
+    warning = vcs.preflight(run.ws)
+    if warning is not None:
+        run.reporter.warning(warning)
+        run.use_git = False
+        return
+    run.use_git = True
+    for lock in vcs.remove_stale_index_locks(run.ws):
+        run.reporter.warning(f"removed stale git lock {lock} left by a killed git")
+
+
+def _check_config_change(run: Run) -> None:
+    config, state = run.config, run.state
+    new_hashes = config.stage_hashes()
+    new_defs = config.stage_definitions()
+    old_hashes = state.stage_hashes
+    old_defs = state.stage_definitions or []
+    if old_hashes is not None and old_hashes != new_hashes:
+        finished = state.stage_index + (1 if state.status == "done" else 0)
+        changes: list[str] = []
+        finished_changed: list[str] = []
+        for i in range(max(len(old_hashes), len(new_hashes))):
+            old = old_hashes[i] if i < len(old_hashes) else None
+            new = new_hashes[i] if i < len(new_hashes) else None
+            if old == new:
+                continue
+            name = new_defs[i]["name"] if i < len(new_defs) else f"#{i + 1}"
+            if i >= len(old_hashes):
+                detail = "added"
+            else:
+                detail = describe_change(
+                    old_defs[i] if i < len(old_defs) else None,
+                    new_defs[i] if i < len(new_defs) else None,
+                )
+            changes.append(f"stage {i + 1} {name}: {detail}")
+            if i < finished:
+                finished_changed.append(f"stage {i + 1} {name} ({detail})")
+        if finished_changed and not run.opts.accept_config_change:
+            raise ConfigError(
+                f"{run.config_path}: the definition of finished "
+                f"{'; '.join(finished_changed)} changed since it ran; revert the change, "
+                "or re-run with --accept-config-change to keep its result"
+            )
+        run.reporter.warning(
+            f"{run.rel(run.config_path)} changed since the last run: " + "; ".join(changes)
+        )
+    run.apply(t.ConfigRecorded(new_hashes, config.config_hash(), new_defs))
+
+
+def describe_change(old: dict[str, Any] | None, new: dict[str, Any] | None) -> str:
+    if old is None and new is None:
+        return "changed"
+    if old is None:
+        return "definition changed (the earlier one was not recorded)"
+    if new is None:
+        return "removed"
+    keys = [k for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)]
+    parts = [f"{k} {old.get(k)!r} → {new.get(k)!r}" for k in keys]
+    return ", ".join(parts) if parts else "changed"
+
+
+def _apply_overrides(run: Run) -> None:
+    opts, state = run.opts, run.state
+    if opts.force_retry and opts.skip_to_next_stage:
+        raise ConfigError("--force-retry and --skip-to-next-stage exclude each other; choose one")
+    flag = (
+        "--force-retry"
+        if opts.force_retry
+        else "--skip-to-next-stage"
+        if opts.skip_to_next_stage
+        else None
+    )
+    if flag is None:
+        if opts.reason is not None:
+            raise ConfigError(
+                "--reason is recorded with an override; use it with --force-retry or "
+                "--skip-to-next-stage on a blocked curriculum"
+            )
+        if state.status == "blocked":
+            raise BlockedError(blocked_message(run))
+        return
+    if state.status != "blocked":
+        raise ConfigError(
+            f"{flag} applies only to a blocked curriculum, but {run.rel(run.paths.state)} "
+            f"says status '{state.status}' (stage {state.stage_index + 1}); "
+            f"run `{run.command()}` without it"
+        )
+    i = state.stage_index
+    if opts.force_retry:
+        run.apply(t.ForceRetry(opts.reason))
+        run.reporter.info(
+            f"forced retry of stage {i + 1} {run.config.stages[i].name} as "
+            f"{experiment_name(i, run.config.stages[i].name, state.attempt)}"
+        )
+        return
+    exp = t.skipped_experiment(state, run.config)
+    run.record(t.SkipStage(opts.reason, utc_now()))
+    run.reporter.attempt_decided(run.state.log[-1])
+    commit(run, exp, extra=[run.paths.bot(exp), run.paths.log(exp)])
+
+
+def _preflight_commands(run: Run) -> None:
+    if run.state.status != "in_progress":
+        return
+    config = run.config
+    _check_executable(run, config.training_command[0], "training_command")
+    if config.evaluation_command:
+        _check_executable(run, config.evaluation_command[0], "evaluation_command")
+    validate_bot(run, reference_for(run, run.state.stage_index), "reference bot")
+    if uses_default_evaluator(run):
+        from cosmic_curriculum.evaluate import plan
+
+        # The built-in evaluator plays seat-swapped pairs: refuse an odd episode count
+        # now, not after a stage of training.
+        for i in range(run.state.stage_index, len(config.stages)):
+            try:
+                plan(config.stage_gate(i))
+            except CurriculumError as exc:
+                raise ConfigError(
+                    f"{run.config_path}: stage {i + 1} {config.stages[i].name}: {exc}"
+                ) from None
+    if run.opts.seed_checkpoint is not None:
+        seed = seed_source(run)
+        if not seed.is_file() or seed.suffix != ".zip":
+            raise ConfigError(
+                f"--seed-checkpoint {seed}: no such file; pass the path of a checkpoint .zip"
+            )
+        if not (run.state.stage_index == 0 and run.state.attempt == 0):
+            run.reporter.warning("--seed-checkpoint only affects stage 1's first attempt; ignored")
+
+
+def _check_executable(run: Run, program: str, key: str) -> None:
+    if "/" in program:
+        path = Path(program) if Path(program).is_absolute() else run.ws / program
+        if not path.is_file():
+            raise ConfigError(
+                f"{run.config_path}: {key} {program!r} does not exist in {run.ws}; "
+                f"fix {key} or create the script"
+            )
+        if not os.access(path, os.X_OK):
+            raise ConfigError(
+                f"{run.config_path}: {key} {program!r} is not executable; run `chmod +x {path}`"
+            )
+    elif shutil.which(program) is None:
+        raise ConfigError(
+            f"{run.config_path}: {key} {program!r} is not on PATH; install it or give its path"
+        )

@@ -1,0 +1,93 @@
+"""Which bot an attempt plays against and which checkpoint it starts from.
+
+- Reference: a stage's configured ``reference_bot``, else the previous stage's passing bot.
+- Resume: a retry continues the previous attempt's ``final.zip``; stage 1's first attempt
+  starts from ``--seed-checkpoint`` if given; a later stage continues the previous stage's
+  passing experiment. A relaunched attempt continues its own latest ``step_<n>.zip``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from cosmic_curriculum import fsio
+from cosmic_curriculum.curriculum.context import Run
+from cosmic_curriculum.errors import BotError, ConfigError, StateError
+from cosmic_curriculum.layout import STATE_FILE, experiment_name
+
+
+def uses_default_evaluator(run: Run) -> bool:
+    return run.config.evaluation_command is None
+
+
+def validate_bot(run: Run, path: Path, what: str) -> None:
+    """A bot must exist and parse; with the default evaluator it must also load."""
+    if not path.is_file():
+        raise ConfigError(f"{path}: {what} not found; check reference_bot in stages.toml")
+    if uses_default_evaluator(run):
+        from cosmic_curriculum.policies import load_bot
+
+        load_bot(path)
+        return
+    # A user's own evaluator may use another bot format: only require JSON.
+    try:
+        json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise BotError(f"{path}: {what} is not valid JSON ({exc})") from None
+
+
+def passing_experiment(run: Run, stage_index: int) -> str:
+    entry = run.state.passing_entry(stage_index)
+    if entry is None:
+        raise StateError(
+            f"{run.paths.state}: stage {stage_index + 1} has no passing attempt in the log, "
+            f"but the curriculum is at stage {run.state.stage_index + 1}; "
+            f"restore it with `git show HEAD:{STATE_FILE} > {STATE_FILE}`"
+        )
+    return entry.experiment
+
+
+def reference_for(run: Run, stage_index: int) -> Path:
+    configured = run.config.stage_reference(stage_index)
+    if configured is not None:
+        path = Path(configured)
+        return path if path.is_absolute() else run.ws / path
+    return run.paths.bot(passing_experiment(run, stage_index - 1))
+
+
+def seed_source(run: Run) -> Path:
+    """``--seed-checkpoint`` as given: relative to the current directory, else the workspace."""
+    seed = Path(run.opts.seed_checkpoint or "")
+    if seed.is_absolute() or (Path.cwd() / seed).is_file():
+        return (Path.cwd() / seed).resolve()
+    return (run.ws / seed).resolve()
+
+
+def import_seed(run: Run) -> Path:
+    """The seed checkpoint inside the workspace's own checkpoints/ (trainers load only
+    checkpoints from there): used in place when it is already inside, else copied to
+    ``checkpoints/seed/``."""
+    source = seed_source(run)
+    own = run.paths.checkpoints.resolve()
+    if source.is_relative_to(own):
+        return source
+    target = run.paths.seeds / source.name
+    if not target.is_file() or target.read_bytes() != source.read_bytes():
+        fsio.atomic_write_bytes(target, source.read_bytes())
+    return target
+
+
+def initial_resume(run: Run, stage_index: int, attempt: int) -> str | None:
+    """The resume rules: retry ← previous attempt; stage 1 ← seed; later ← previous pass."""
+    if attempt >= 1:
+        stage = run.config.stages[stage_index]
+        prev = run.paths.final_checkpoint(experiment_name(stage_index, stage.name, attempt - 1))
+        if prev.is_file():
+            return run.rel(prev)
+    if stage_index == 0:
+        if attempt == 0 and run.opts.seed_checkpoint is not None:
+            return run.rel(import_seed(run))
+        return None
+    prev_pass = run.paths.final_checkpoint(passing_experiment(run, stage_index - 1))
+    return run.rel(prev_pass) if prev_pass.is_file() else None

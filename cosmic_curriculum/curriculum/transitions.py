@@ -1,0 +1,453 @@
+"""The curriculum's rules as pure functions: state + config + event → next state.
+
+Read this file to learn the state machine. Nothing here does I/O, reads a clock or starts a
+process: the shell (the other modules of this package) observes the world, turns what it
+saw into an *event*, asks :func:`apply` for the next state and saves it. :func:`next_step`
+tells the shell what to do next. Every assignment of ``phase``, ``status``, ``attempt``
+and ``stage_index`` lives here.
+
+An attempt moves through ``training → trained → evaluated → decided → committed``
+(:data:`EDGES`); the shell saves the state after every event, so a kill at any instant
+resumes at the last saved phase.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from cosmic_curriculum.config import CurriculumConfig
+from cosmic_curriculum.gate import GateSettings, decide
+from cosmic_curriculum.layout import experiment_name
+from cosmic_curriculum.state import Attempt, CurriculumState, LogEntry, Phase
+
+Step = Literal["begin", "train", "evaluate", "decide", "commit", "blocked", "done"]
+COUNT_KEYS = ("wins_a", "wins_b", "draws", "episodes")
+
+
+class InvalidTransition(Exception):
+    """An event that the state's phase does not allow: a bug in the shell, not user input."""
+
+
+# --------------------------------------------------------------------------- events
+
+
+@dataclass(frozen=True)
+class BeginAttempt:
+    """Start the attempt the state points at (what the shell resolved for it)."""
+
+    resume_from: str | None
+    reference: str
+    timesteps: int
+    now: str
+
+
+@dataclass(frozen=True)
+class Resumed:
+    """A run picked the state up: any recorded trainer group is gone (stopped or dead)."""
+
+
+@dataclass(frozen=True)
+class TrainingLaunched:
+    """The trainer is about to start, resuming from ``resume``."""
+
+    resume: str | None
+    now: str
+
+
+@dataclass(frozen=True)
+class TrainerStarted:
+    """The trainer runs as process group ``pgid`` (leader ``pid`` started at ``start_time``)."""
+
+    pgid: int | None
+    pid: int | None
+    start_time: int | None
+
+
+@dataclass(frozen=True)
+class Trained:
+    """The trainer exited 0 and left a final checkpoint and a valid bot (or an orphaned
+    trainer's fresh artefacts were adopted: then ``last_progress`` is None)."""
+
+    last_progress: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class TrainingFailed:
+    """The trainer failed, timed out or broke its contract; `run` retries the attempt."""
+
+    problem: str
+    last_progress: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class EvaluationStarted:
+    """An evaluation command is about to run; the history had ``history_before`` records."""
+
+    history_before: int
+
+
+@dataclass(frozen=True)
+class EvaluationFailed:
+    """The evaluation command failed; whatever it appended is not adopted."""
+
+    problem: str
+
+
+@dataclass(frozen=True)
+class Evaluated:
+    """The attempt's evaluation record ``eval_id`` is in the history."""
+
+    eval_id: str
+
+
+@dataclass(frozen=True)
+class Decide:
+    """Judge the evaluation ``record`` with the stage's gate."""
+
+    record: dict[str, Any]
+    now: str
+
+
+@dataclass(frozen=True)
+class Committed:
+    """Review, curves and commit of a decided attempt are done."""
+
+
+@dataclass(frozen=True)
+class Interrupted:
+    """A signal stopped the run; the trainer group, if any, was stopped."""
+
+
+@dataclass(frozen=True)
+class ForceRetry:
+    """``--force-retry``: a blocked stage gets one more attempt."""
+
+    reason: str | None
+
+
+@dataclass(frozen=True)
+class SkipStage:
+    """``--skip-to-next-stage``: accept a blocked stage's last attempt and move on."""
+
+    reason: str | None
+    now: str
+
+
+@dataclass(frozen=True)
+class ConfigRecorded:
+    """The config this run uses (to tell later runs what changed)."""
+
+    stage_hashes: list[str]
+    config_hash: str
+    stage_definitions: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class PushTried:
+    ok: bool
+
+
+Event = (
+    BeginAttempt
+    | Resumed
+    | TrainingLaunched
+    | TrainerStarted
+    | Trained
+    | TrainingFailed
+    | EvaluationStarted
+    | EvaluationFailed
+    | Evaluated
+    | Decide
+    | Committed
+    | Interrupted
+    | ForceRetry
+    | SkipStage
+    | ConfigRecorded
+    | PushTried
+)
+
+# --------------------------------------------------------------------------- the table
+
+NO_ATTEMPT = "none"  # no attempt in flight (a fresh curriculum)
+ANY = ("none", "training", "trained", "evaluated", "decided", "committed")
+
+# event → (phases of the attempt in flight it may happen in, the phase it leaves).
+# None as the target keeps the phase. docs/ARCHITECTURE.md's diagram is checked against it.
+EDGES: dict[type[Any], tuple[tuple[str, ...], Phase | None]] = {
+    BeginAttempt: (ANY, "training"),
+    TrainingLaunched: (("training",), "training"),
+    TrainerStarted: (("training",), "training"),
+    TrainingFailed: (("training",), "training"),
+    Trained: (("training",), "trained"),
+    EvaluationStarted: (("trained",), "trained"),
+    EvaluationFailed: (("trained",), "trained"),
+    Evaluated: (("trained",), "evaluated"),
+    Decide: (("evaluated",), "decided"),
+    Committed: (("decided",), "committed"),
+    Resumed: (ANY, None),
+    Interrupted: (ANY, None),
+    ForceRetry: (ANY, None),
+    SkipStage: (ANY, None),
+    ConfigRecorded: (ANY, None),
+    PushTried: (ANY, None),
+}
+
+
+def phase_of(state: CurriculumState) -> str:
+    return state.in_flight.phase if state.in_flight is not None else NO_ATTEMPT
+
+
+def next_step(state: CurriculumState) -> Step:
+    """What the shell does next. A decided attempt is committed before anything else."""
+    flight = state.in_flight
+    if flight is not None and flight.phase == "decided":
+        return "commit"
+    if state.status == "done":
+        return "done"
+    if state.status == "blocked":
+        return "blocked"
+    if (
+        flight is None
+        or flight.phase == "committed"
+        or (flight.stage_index, flight.attempt) != (state.stage_index, state.attempt)
+    ):
+        return "begin"
+    steps: dict[Phase, Step] = {"training": "train", "trained": "evaluate", "evaluated": "decide"}
+    return steps[flight.phase]
+
+
+def apply(state: CurriculumState, config: CurriculumConfig, event: Event) -> CurriculumState:
+    """The state after ``event``; ``state`` itself is left untouched."""
+    allowed, target = EDGES[type(event)]
+    if phase_of(state) not in allowed:
+        raise InvalidTransition(f"{type(event).__name__} in phase {phase_of(state)!r}")
+    new = state.model_copy(deep=True)
+    _RULES[type(event)](new, config, event)
+    if target is not None and new.in_flight is not None:
+        new.in_flight.phase = target
+    return new
+
+
+# --------------------------------------------------------------------------- the rules
+# Each rule edits ``state`` (a private copy) in place; `apply` sets the target phase.
+
+
+def _flight(state: CurriculumState) -> Attempt:
+    assert state.in_flight is not None  # EDGES let only attempt events through
+    return state.in_flight
+
+
+def _begin(state: CurriculumState, config: CurriculumConfig, e: BeginAttempt) -> None:
+    i, n = state.stage_index, state.attempt
+    state.in_flight = Attempt(
+        stage_index=i,
+        attempt=n,
+        experiment=experiment_name(i, config.stages[i].name, n),
+        resume_from=e.resume_from,
+        reference=e.reference,
+        timesteps=e.timesteps,
+        started_at=e.now,
+    )
+
+
+def _clear_group(state: CurriculumState, config: CurriculumConfig, e: Event) -> None:
+    if state.in_flight is not None:
+        state.in_flight.pgid = state.in_flight.pid = state.in_flight.pid_start_time = None
+
+
+def _interrupted(state: CurriculumState, config: CurriculumConfig, e: Interrupted) -> None:
+    _clear_group(state, config, e)
+    if state.in_flight is not None:
+        state.in_flight.interrupted = True
+
+
+def _launched(state: CurriculumState, config: CurriculumConfig, e: TrainingLaunched) -> None:
+    flight = _flight(state)
+    flight.error = None
+    flight.interrupted = False
+    flight.started_at = e.now
+    flight.launched = True
+    flight.last_resume = e.resume
+
+
+def _started(state: CurriculumState, config: CurriculumConfig, e: TrainerStarted) -> None:
+    flight = _flight(state)
+    flight.pgid, flight.pid, flight.pid_start_time = e.pgid, e.pid, e.start_time
+
+
+def _trained(state: CurriculumState, config: CurriculumConfig, e: Trained) -> None:
+    _clear_group(state, config, e)
+    if e.last_progress is not None:
+        _flight(state).last_progress = e.last_progress
+
+
+def _training_failed(state: CurriculumState, config: CurriculumConfig, e: TrainingFailed) -> None:
+    _trained(state, config, Trained(e.last_progress))
+    _attempt_error(state, e.problem)
+
+
+def _attempt_error(state: CurriculumState, problem: str) -> None:
+    flight = _flight(state)
+    flight.error = problem
+    state.last_error = f"{flight.experiment}: {problem}"
+
+
+def _evaluation_started(
+    state: CurriculumState, config: CurriculumConfig, e: EvaluationStarted
+) -> None:
+    _flight(state).history_before = e.history_before
+
+
+def _evaluation_failed(
+    state: CurriculumState, config: CurriculumConfig, e: EvaluationFailed
+) -> None:
+    _flight(state).history_before = None
+    _attempt_error(state, e.problem)
+
+
+def _evaluated(state: CurriculumState, config: CurriculumConfig, e: Evaluated) -> None:
+    flight = _flight(state)
+    flight.eval_id = e.eval_id
+    flight.error = None
+
+
+def gate_verdict(settings: GateSettings, record: dict[str, Any]) -> tuple[str, str]:
+    """(verdict, summary) of a finished evaluation record.
+
+    The built-in evaluator's record carries its own verdict (it may have stopped early
+    under SPRT); an evaluation command's record is judged here on its counts, with its
+    episodes as all there will be (the margin rule decides, the SPRT treats them as its cap).
+    """
+    own = record.get("gate")
+    if isinstance(own, dict) and own.get("verdict") in ("pass", "fail"):
+        return str(own["verdict"]), str(own.get("summary") or counts_summary(record))
+    wa, wb, d, n = (int(record[k]) for k in COUNT_KEYS)
+    decision = decide(settings, wa, wb, d, planned_episodes=n)
+    return str(decision.verdict), str(decision.summary)
+
+
+def counts_summary(record: dict[str, Any]) -> str:
+    n = max(1, int(record["episodes"]))
+    return (
+        f"candidate {record['wins_a']}/{record['episodes']} ({record['wins_a'] / n:.0%}) vs "
+        f"reference {record['wins_b']}/{record['episodes']} ({record['wins_b'] / n:.0%}), "
+        f"{record['draws']} draws"
+    )
+
+
+def _decide(state: CurriculumState, config: CurriculumConfig, e: Decide) -> None:
+    flight = _flight(state)
+    i = flight.stage_index
+    verdict, summary = gate_verdict(config.stage_gate(i), e.record)
+    entry = LogEntry(
+        stage_index=i,
+        experiment=flight.experiment,
+        attempt=flight.attempt,
+        eval={k: e.record[k] for k in COUNT_KEYS},
+        decision="pass" if verdict == "pass" else "fail",
+        eval_id=flight.eval_id,
+        summary=summary,
+        decided_at=e.now,
+    )
+    forced = state.forced_retry
+    if forced is not None and forced.get("attempt") == flight.attempt:
+        entry.forced_retry = True
+        if forced.get("reason"):
+            entry.reason = str(forced["reason"])
+    state.log.append(entry)
+    state.last_error = None
+    flight.decision = entry.decision
+    flight.summary = summary
+    if entry.decision == "pass":
+        _advance_stage(state, config)
+        return
+    state.attempt = flight.attempt + 1
+    failures = sum(1 for x in state.stage_log(i) if x.decision == "fail")
+    if failures >= config.max_retries + 1:
+        state.status = "blocked"
+        state.blocked_reason = (
+            f"stage {i + 1} {config.stages[i].name} failed {failures} attempts in "
+            f"a row (last: {flight.experiment}: {summary})"
+        )
+
+
+def _advance_stage(state: CurriculumState, config: CurriculumConfig) -> None:
+    state.stage_index += 1
+    state.attempt = 0
+    state.status = "done" if state.stage_index >= len(config.stages) else "in_progress"
+
+
+def _committed(state: CurriculumState, config: CurriculumConfig, e: Committed) -> None:
+    pass  # only the phase changes
+
+
+def _require_blocked(state: CurriculumState, flag: str) -> None:
+    if state.status != "blocked":
+        raise InvalidTransition(f"{flag} on status {state.status!r}")
+
+
+def _force_retry(state: CurriculumState, config: CurriculumConfig, e: ForceRetry) -> None:
+    _require_blocked(state, "--force-retry")
+    state.status = "in_progress"
+    state.blocked_reason = None
+    state.forced_retry = {
+        "stage_index": state.stage_index,
+        "attempt": state.attempt,
+        "reason": e.reason,
+    }
+
+
+def skipped_experiment(state: CurriculumState, config: CurriculumConfig) -> str:
+    """The attempt `--skip-to-next-stage` accepts: the blocked stage's last one."""
+    i = state.stage_index
+    return experiment_name(i, config.stages[i].name, max(0, state.attempt - 1))
+
+
+def _skip_stage(state: CurriculumState, config: CurriculumConfig, e: SkipStage) -> None:
+    _require_blocked(state, "--skip-to-next-stage")
+    state.log.append(
+        LogEntry(
+            stage_index=state.stage_index,
+            experiment=skipped_experiment(state, config),
+            attempt=max(0, state.attempt - 1),
+            eval=None,
+            decision="pass",
+            override="skip_to_next_stage",
+            reason=e.reason,
+            decided_at=e.now,
+        )
+    )
+    state.blocked_reason = None
+    _advance_stage(state, config)
+
+
+def _config_recorded(state: CurriculumState, config: CurriculumConfig, e: ConfigRecorded) -> None:
+    state.stage_hashes = e.stage_hashes
+    state.config_hash = e.config_hash
+    state.stage_definitions = e.stage_definitions
+
+
+def _push_tried(state: CurriculumState, config: CurriculumConfig, e: PushTried) -> None:
+    state.push_pending = not e.ok
+
+
+_RULES: dict[type[Any], Callable[[CurriculumState, CurriculumConfig, Any], None]] = {
+    BeginAttempt: _begin,
+    Resumed: _clear_group,
+    TrainingLaunched: _launched,
+    TrainerStarted: _started,
+    Trained: _trained,
+    TrainingFailed: _training_failed,
+    EvaluationStarted: _evaluation_started,
+    EvaluationFailed: _evaluation_failed,
+    Evaluated: _evaluated,
+    Decide: _decide,
+    Committed: _committed,
+    Interrupted: _interrupted,
+    ForceRetry: _force_retry,
+    SkipStage: _skip_stage,
+    ConfigRecorded: _config_recorded,
+    PushTried: _push_tried,
+}

@@ -1,0 +1,123 @@
+"""Where a training runs: the launcher seam, and the watch loop every launcher shares.
+
+A launcher starts an argv (never a shell string) in the workspace and hands back a
+handle; the curriculum records the handle's :class:`TrainerRecord` in the state so that a
+run started after a crash can find the work again (:meth:`Launcher.attach`). ``local``
+(:mod:`cosmic_curriculum.launchers.local`) runs the trainer as a process group on this
+machine; a cluster launcher implements the same five methods.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from cosmic_curriculum.runner import DEFAULT_GRACE_SECONDS
+
+POLL_SECONDS = 0.2
+
+
+@dataclass(frozen=True)
+class LaunchSpec:
+    """One training (or evaluation command) to start: argv, workspace, log file."""
+
+    argv: Sequence[str]
+    cwd: Path
+    log_path: Path  # the launcher appends the work's stdout and stderr here
+    env: Mapping[str, str] = field(default_factory=dict)
+    pass_fds: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class TrainerRecord:
+    """What the state keeps of a started training to find it again after a crash."""
+
+    pgid: int | None
+    pid: int | None
+    start_time: int | None  # the leader's start, to tell it from a reused pid
+
+
+class Handle(Protocol):
+    """A started training, wherever it runs."""
+
+    def record(self) -> TrainerRecord: ...
+
+
+class Launcher(Protocol):
+    def start(self, spec: LaunchSpec) -> Handle:
+        """Start the work; its output goes to ``spec.log_path``."""
+        ...
+
+    def stream(self, handle: Handle) -> list[str]:
+        """Complete lines of output since the last call."""
+        ...
+
+    def result(self, handle: Handle) -> int | None:
+        """The exit status once the work has finished, else None."""
+        ...
+
+    def stop(self, handle: Handle, grace: float = DEFAULT_GRACE_SECONDS) -> None:
+        """Stop the work and everything it started (TERM, ``grace`` seconds, KILL)."""
+        ...
+
+    def attach(
+        self, record: TrainerRecord, grace: float = DEFAULT_GRACE_SECONDS
+    ) -> Handle | Literal["stopped", "gone"]:
+        """The work an earlier run recorded: a handle to follow it, or what became of it."""
+        ...
+
+
+@dataclass
+class RunOutcome:
+    """How a watched training ended."""
+
+    returncode: int | None
+    timed_out: bool = False
+    last_progress: dict[str, Any] | None = None
+
+
+def watch(
+    launcher: Launcher,
+    handle: Handle,
+    *,
+    on_progress: Callable[[dict[str, Any]], None] | None = None,
+    timeout: float | None = None,
+    grace: float = DEFAULT_GRACE_SECONDS,
+) -> RunOutcome:
+    """Wait for the work while forwarding its ``@progress`` lines; stop it after ``timeout``.
+
+    Exceptions raised while waiting (the curriculum's signal handler raises one) stop the
+    work before propagating, so no trainer outlives an interrupted run.
+    """
+    from cosmic_curriculum.progress import parse_progress_line
+
+    outcome = RunOutcome(returncode=None)
+    deadline = None if timeout is None else time.monotonic() + timeout
+
+    def drain() -> None:
+        for line in launcher.stream(handle):
+            record = parse_progress_line(line)
+            if record is not None:
+                outcome.last_progress = record
+                if on_progress is not None:
+                    on_progress(record)
+
+    try:
+        while True:
+            code = launcher.result(handle)
+            drain()
+            if code is not None:
+                outcome.returncode = code
+                return outcome
+            if deadline is not None and time.monotonic() >= deadline:
+                launcher.stop(handle, grace)
+                outcome.timed_out = True
+                outcome.returncode = launcher.result(handle)
+                return outcome
+            time.sleep(POLL_SECONDS)
+    except BaseException:
+        launcher.stop(handle, grace)
+        raise

@@ -1,0 +1,99 @@
+"""The ``local`` launcher: the trainer as the leader of its own session on this machine.
+
+Output goes to the log *file* (a child writing to a file outlives its parent; one writing
+to a pipe dies with it). The child inherits the workspace lock's descriptor
+(``pass_fds``), so an orphaned trainer keeps the workspace locked. A local trainer cannot
+be followed again after its run died (its exit status went with that run): ``attach``
+stops a recorded group that is verifiably still ours, and the curriculum then judges the
+attempt by its artefacts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+from collections.abc import Mapping
+from typing import Literal
+
+from cosmic_curriculum import runner
+from cosmic_curriculum.launchers import DEFAULT_GRACE_SECONDS, Handle, LaunchSpec, TrainerRecord
+
+
+class LocalProcess:
+    """A trainer running on this machine as the leader of its own session."""
+
+    def __init__(self, popen: subprocess.Popen[bytes], tailer: runner.LogTailer) -> None:
+        self.popen = popen
+        self.pid = popen.pid
+        self.pgid = popen.pid  # start_new_session makes the child its group's leader
+        self.start_time = runner.process_start_time(popen.pid)
+        self.tailer = tailer
+
+    def record(self) -> TrainerRecord:
+        return TrainerRecord(self.pgid, self.pid, self.start_time)
+
+
+def trainer_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The training command's environment: ours plus the contract's variables."""
+    env = dict(os.environ)
+    env["PYTHONUNBUFFERED"] = "1"
+    env["COSMIC_CURRICULUM_PYTHON"] = sys.executable
+    # The orchestrator owns git; the trainer must not commit on its own.
+    env["COSMIC_CURRICULUM_NO_GIT"] = "1"
+    if extra:
+        env.update(extra)
+    return env
+
+
+class LocalLauncher:
+    """Run trainings as local subprocesses (argv list, new session, log file)."""
+
+    def start(self, spec: LaunchSpec) -> LocalProcess:
+        spec.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(spec.log_path, "ab") as log:
+            tailer = runner.LogTailer(spec.log_path, start=log.tell())
+            popen = subprocess.Popen(
+                list(spec.argv),
+                cwd=spec.cwd,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=trainer_environment(spec.env),
+                start_new_session=True,
+                pass_fds=spec.pass_fds,
+                close_fds=True,
+            )
+        return LocalProcess(popen, tailer)
+
+    def stream(self, handle: Handle) -> list[str]:
+        return _own(handle).tailer.read_lines()
+
+    def result(self, handle: Handle) -> int | None:
+        proc = _own(handle)
+        code = proc.popen.poll()
+        if code is None:
+            return None
+        # The leader is gone; workers it left behind in the group must not outlive it.
+        if runner.group_members(proc.pgid):
+            runner.stop_group(proc.pgid, grace=2.0)
+        return code
+
+    def stop(self, handle: Handle, grace: float = DEFAULT_GRACE_SECONDS) -> None:
+        proc = _own(handle)
+        runner.stop_group(proc.pgid, grace, reap=proc.popen.poll)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.popen.wait(timeout=1.0)
+
+    def attach(
+        self, record: TrainerRecord, grace: float = DEFAULT_GRACE_SECONDS
+    ) -> Literal["stopped", "gone"]:
+        stopped = runner.stop_recorded_group(record.pgid, record.pid, record.start_time, grace)
+        return "stopped" if stopped else "gone"
+
+
+def _own(handle: Handle) -> LocalProcess:
+    if not isinstance(handle, LocalProcess):
+        raise TypeError(f"the local launcher cannot follow {type(handle).__name__}")
+    return handle
