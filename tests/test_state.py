@@ -138,3 +138,45 @@ def test_lock_survives_in_an_inheriting_child(tmp_path: Path) -> None:
         child.kill()
         child.wait()
     WorkspaceLock(tmp_path).acquire().release()
+
+
+def test_a_first_release_state_round_trips_byte_for_byte(tmp_path: Path) -> None:
+    """Every key the first release wrote (some then undeclared) keeps its place and value."""
+    from cosmic_curriculum.fsio import dumps_json
+
+    entry = {"stage_index": 0, "experiment": "curric-s1-a", "attempt": 0, "decision": "fail"}
+    forced = {**entry, "attempt": 1, "decision": "pass", "reason": "r", "forced_retry": True}
+    flight = {
+        "stage_index": 1,
+        "attempt": 0,
+        "experiment": "curric-s2-b",
+        "phase": "trained",
+        "resume_from": "checkpoints/curric-s1-a-retry1/final.zip",
+        "reference": "bots/curric-s1-a-retry1.json",
+        "timesteps": 400,
+        "started_at": "2026-01-01T00:00:00+00:00",
+        "interrupted": False,
+        "launched": True,
+        "last_resume": "checkpoints/curric-s2-b/step_200.zip",
+        "last_progress": {"timesteps": 400, "total": 400},
+        "history_before": 2,
+    }
+    state = {
+        "stage_index": 1,
+        "attempt": 0,
+        "status": "in_progress",
+        "log": [entry, forced],
+        "schema_version": 2,
+        "in_flight": flight,
+        "config_hash": "c",
+        "stage_hashes": ["h1", "h2"],
+        "push_pending": False,
+        "created_at": "2026-01-01T00:00:00+00:00",
+        "updated_at": "2026-01-01T00:00:01+00:00",
+        "stage_definitions": [{"name": "a"}, {"name": "b"}],
+        "forced_retry": {"stage_index": 0, "attempt": 1, "reason": "r"},
+        "a_key_of_the_user": [1, 2],
+    }
+    path = tmp_path / "curriculum_state.json"
+    path.write_text(dumps_json(state))
+    assert dumps_json(load_state(path).to_json()) == path.read_text()

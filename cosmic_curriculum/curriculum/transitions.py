@@ -14,10 +14,28 @@ resumes at the last saved phase.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from cosmic_curriculum.config import CurriculumConfig
+from cosmic_curriculum.curriculum.events import (
+    BeginAttempt,
+    Committed,
+    ConfigRecorded,
+    Decide,
+    Evaluated,
+    EvaluationFailed,
+    EvaluationStarted,
+    Event,
+    ForceRetry,
+    Interrupted,
+    PushTried,
+    Resumed,
+    SkipStage,
+    Trained,
+    TrainerStarted,
+    TrainingFailed,
+    TrainingLaunched,
+)
 from cosmic_curriculum.gate import GateSettings, decide
 from cosmic_curriculum.layout import experiment_name
 from cosmic_curriculum.state import Attempt, CurriculumState, LogEntry, Phase
@@ -29,144 +47,6 @@ COUNT_KEYS = ("wins_a", "wins_b", "draws", "episodes")
 class InvalidTransition(Exception):
     """An event that the state's phase does not allow: a bug in the shell, not user input."""
 
-
-# --------------------------------------------------------------------------- events
-
-
-@dataclass(frozen=True)
-class BeginAttempt:
-    """Start the attempt the state points at (what the shell resolved for it)."""
-
-    resume_from: str | None
-    reference: str
-    timesteps: int
-    now: str
-
-
-@dataclass(frozen=True)
-class Resumed:
-    """A run picked the state up: any recorded trainer group is gone (stopped or dead)."""
-
-
-@dataclass(frozen=True)
-class TrainingLaunched:
-    """The trainer is about to start, resuming from ``resume``."""
-
-    resume: str | None
-    now: str
-
-
-@dataclass(frozen=True)
-class TrainerStarted:
-    """The trainer runs as process group ``pgid`` (leader ``pid`` started at ``start_time``)."""
-
-    pgid: int | None
-    pid: int | None
-    start_time: int | None
-
-
-@dataclass(frozen=True)
-class Trained:
-    """The trainer exited 0 and left a final checkpoint and a valid bot (or an orphaned
-    trainer's fresh artefacts were adopted: then ``last_progress`` is None)."""
-
-    last_progress: dict[str, Any] | None = None
-
-
-@dataclass(frozen=True)
-class TrainingFailed:
-    """The trainer failed, timed out or broke its contract; `run` retries the attempt."""
-
-    problem: str
-    last_progress: dict[str, Any] | None = None
-
-
-@dataclass(frozen=True)
-class EvaluationStarted:
-    """An evaluation command is about to run; the history had ``history_before`` records."""
-
-    history_before: int
-
-
-@dataclass(frozen=True)
-class EvaluationFailed:
-    """The evaluation command failed; whatever it appended is not adopted."""
-
-    problem: str
-
-
-@dataclass(frozen=True)
-class Evaluated:
-    """The attempt's evaluation record ``eval_id`` is in the history."""
-
-    eval_id: str
-
-
-@dataclass(frozen=True)
-class Decide:
-    """Judge the evaluation ``record`` with the stage's gate."""
-
-    record: dict[str, Any]
-    now: str
-
-
-@dataclass(frozen=True)
-class Committed:
-    """Review, curves and commit of a decided attempt are done."""
-
-
-@dataclass(frozen=True)
-class Interrupted:
-    """A signal stopped the run; the trainer group, if any, was stopped."""
-
-
-@dataclass(frozen=True)
-class ForceRetry:
-    """``--force-retry``: a blocked stage gets one more attempt."""
-
-    reason: str | None
-
-
-@dataclass(frozen=True)
-class SkipStage:
-    """``--skip-to-next-stage``: accept a blocked stage's last attempt and move on."""
-
-    reason: str | None
-    now: str
-
-
-@dataclass(frozen=True)
-class ConfigRecorded:
-    """The config this run uses (to tell later runs what changed)."""
-
-    stage_hashes: list[str]
-    config_hash: str
-    stage_definitions: list[dict[str, Any]]
-
-
-@dataclass(frozen=True)
-class PushTried:
-    ok: bool
-
-
-Event = (
-    BeginAttempt
-    | Resumed
-    | TrainingLaunched
-    | TrainerStarted
-    | Trained
-    | TrainingFailed
-    | EvaluationStarted
-    | EvaluationFailed
-    | Evaluated
-    | Decide
-    | Committed
-    | Interrupted
-    | ForceRetry
-    | SkipStage
-    | ConfigRecorded
-    | PushTried
-)
 
 # --------------------------------------------------------------------------- the table
 
@@ -451,3 +331,14 @@ _RULES: dict[type[Any], Callable[[CurriculumState, CurriculumConfig, Any], None]
     ConfigRecorded: _config_recorded,
     PushTried: _push_tried,
 }
+
+
+def mermaid_diagram() -> str:
+    """The attempt's phases as a Mermaid state diagram (docs/ARCHITECTURE.md shows it)."""
+    lines = ["stateDiagram-v2", "    [*] --> training: BeginAttempt"]
+    for event, (sources, target) in EDGES.items():
+        if event is BeginAttempt or target is None:
+            continue
+        lines += [f"    {source} --> {target}: {event.__name__}" for source in sources]
+    lines.append("    committed --> training: BeginAttempt (next attempt)")
+    return "\n".join(lines)

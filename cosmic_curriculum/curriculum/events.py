@@ -1,0 +1,145 @@
+"""The events of the curriculum's rules: what the shell observed, as plain data.
+
+Times come in as ``now`` strings: the rules never read a clock.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class BeginAttempt:
+    """Start the attempt the state points at (what the shell resolved for it)."""
+
+    resume_from: str | None
+    reference: str
+    timesteps: int
+    now: str
+
+
+@dataclass(frozen=True)
+class Resumed:
+    """A run picked the state up: any recorded trainer group is gone (stopped or dead)."""
+
+
+@dataclass(frozen=True)
+class TrainingLaunched:
+    """The trainer is about to start, resuming from ``resume``."""
+
+    resume: str | None
+    now: str
+
+
+@dataclass(frozen=True)
+class TrainerStarted:
+    """The trainer runs as process group ``pgid`` (leader ``pid`` started at ``start_time``)."""
+
+    pgid: int | None
+    pid: int | None
+    start_time: int | None
+
+
+@dataclass(frozen=True)
+class Trained:
+    """The trainer exited 0 and left a final checkpoint and a valid bot (or an orphaned
+    trainer's fresh artefacts were adopted: then ``last_progress`` is None)."""
+
+    last_progress: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class TrainingFailed:
+    """The trainer failed, timed out or broke its contract; `run` retries the attempt."""
+
+    problem: str
+    last_progress: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class EvaluationStarted:
+    """An evaluation command is about to run; the history had ``history_before`` records."""
+
+    history_before: int
+
+
+@dataclass(frozen=True)
+class EvaluationFailed:
+    """The evaluation command failed; whatever it appended is not adopted."""
+
+    problem: str
+
+
+@dataclass(frozen=True)
+class Evaluated:
+    """The attempt's evaluation record ``eval_id`` is in the history."""
+
+    eval_id: str
+
+
+@dataclass(frozen=True)
+class Decide:
+    """Judge the evaluation ``record`` with the stage's gate."""
+
+    record: dict[str, Any]
+    now: str
+
+
+@dataclass(frozen=True)
+class Committed:
+    """Review, curves and commit of a decided attempt are done."""
+
+
+@dataclass(frozen=True)
+class Interrupted:
+    """A signal stopped the run; the trainer group, if any, was stopped."""
+
+
+@dataclass(frozen=True)
+class ForceRetry:
+    """``--force-retry``: a blocked stage gets one more attempt."""
+
+    reason: str | None
+
+
+@dataclass(frozen=True)
+class SkipStage:
+    """``--skip-to-next-stage``: accept a blocked stage's last attempt and move on."""
+
+    reason: str | None
+    now: str
+
+
+@dataclass(frozen=True)
+class ConfigRecorded:
+    """The config this run uses (to tell later runs what changed)."""
+
+    stage_hashes: list[str]
+    config_hash: str
+    stage_definitions: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class PushTried:
+    ok: bool
+
+
+Event = (
+    BeginAttempt
+    | Resumed
+    | TrainingLaunched
+    | TrainerStarted
+    | Trained
+    | TrainingFailed
+    | EvaluationStarted
+    | EvaluationFailed
+    | Evaluated
+    | Decide
+    | Committed
+    | Interrupted
+    | ForceRetry
+    | SkipStage
+    | ConfigRecorded
+    | PushTried
+)
