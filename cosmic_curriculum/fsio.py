@@ -94,6 +94,53 @@ def atomic_write_json(path: Path, obj: Any) -> None:
     atomic_write_text(path, dumps_json(obj))
 
 
+# Bounds of what we parse: Python's int() refuses more than 4300 digits, and nothing we
+# store needs a number anywhere near 40 digits.
+MAX_NUMBER_CHARS = 40
+
+
+class JSONValueError(ValueError):
+    """JSON we refuse: too deep, a number too long or not finite, or a syntax error."""
+
+
+def loads(text: str) -> Any:
+    """``json.loads`` that refuses what would crash or poison a caller later.
+
+    Numbers must be finite (no NaN, Infinity, or 1e400 overflowing to inf) and at most
+    :data:`MAX_NUMBER_CHARS` characters; nesting deeper than the interpreter's recursion
+    limit is refused instead of raising RecursionError. Raises :class:`JSONValueError`
+    with one line that says where.
+    """
+
+    def number(token: str, convert: Any) -> Any:
+        shown = token if len(token) <= 12 else token[:12] + "..."
+        if len(token) > MAX_NUMBER_CHARS:
+            raise JSONValueError(f"number {shown} has {len(token)} characters", token)
+        value = convert(token)
+        if value in (float("inf"), float("-inf")):
+            raise JSONValueError(f"number {shown} is too large (not finite)", token)
+        return value
+
+    def constant(token: str) -> Any:
+        raise JSONValueError(f"non-finite number {token} (JSON has no NaN or Infinity)", token)
+
+    try:
+        return json.loads(
+            text,
+            parse_int=lambda t: number(t, int),
+            parse_float=lambda t: number(t, float),
+            parse_constant=constant,
+        )
+    except JSONValueError as exc:
+        message, token = exc.args
+        line = text.count("\n", 0, max(0, text.find(token))) + 1
+        raise JSONValueError(f"{message} at line {line}") from None
+    except json.JSONDecodeError as exc:
+        raise JSONValueError(f"{exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    except RecursionError:
+        raise JSONValueError("nested too deeply") from None
+
+
 def read_json(path: Path, what: str) -> Any:
     """Read a JSON file, or raise :class:`StateError` naming the file, the fault and the fix.
 
@@ -114,11 +161,10 @@ def read_json(path: Path, what: str) -> Any:
             f"`git show HEAD:{path.name} > {path.name}`"
         )
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
+        return loads(text)
+    except JSONValueError as exc:
         raise StateError(
-            f"{path}: {what} is not valid JSON ({exc.msg} at line {exc.lineno} column "
-            f"{exc.colno}); restore the last good copy with "
+            f"{path}: {what} is not valid JSON ({exc}); restore the last good copy with "
             f"`git show HEAD:{path.name} > {path.name}`"
         ) from None
 

@@ -16,6 +16,8 @@ import json
 import math
 from typing import Any
 
+from cosmic_curriculum.fsio import loads
+
 PROGRESS_PREFIX = "@progress "
 _OPTIONAL = ("fps", "reward", "win_rate")
 
@@ -35,8 +37,8 @@ def parse_progress_line(line: str) -> dict[str, Any] | None:
     if not line.startswith(PROGRESS_PREFIX.strip()):
         return None
     try:
-        payload = json.loads(line[len(PROGRESS_PREFIX.strip()) :])
-    except json.JSONDecodeError:
+        payload = loads(line[len(PROGRESS_PREFIX.strip()) :])
+    except ValueError:  # not JSON, or JSON we refuse (too deep, huge or non-finite numbers)
         return None
     if not isinstance(payload, dict):
         return None

@@ -20,6 +20,7 @@ from cosmic_curriculum.state import (
     Attempt,
     CurriculumState,
     LogEntry,
+    check_nothing_lost,
     check_stage_range,
     load_state,
 )
@@ -90,6 +91,7 @@ def status_data(workspace: Path, config_path: Path | None = None) -> dict[str, A
             f"--workspace {ws}: not a cosmic-curriculum workspace (no {STATE_FILE}, no "
             f"{cfg_path.name}); create one with `cosmic-curriculum init {ws}`"
         )
+    check_nothing_lost(ws)
     state = load_state(ws / STATE_FILE)
     config: CurriculumConfig | None = None
     config_error: str | None = None

@@ -45,6 +45,40 @@ def process_start_time(pid: int) -> int | None:
     return int(fields[21])
 
 
+def processes_with_open_file(device: int, inode: int) -> list[int]:
+    """Pids of our user's processes that hold a descriptor of the file (device, inode)."""
+    found: list[int] = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            fds = os.scandir(f"/proc/{entry.name}/fd")
+        except OSError:  # gone, or not ours to look at
+            continue
+        with fds:
+            for fd in fds:
+                try:
+                    target = os.stat(fd.path)
+                except OSError:
+                    continue
+                if (target.st_dev, target.st_ino) == (device, inode):
+                    found.append(int(entry.name))
+                    break
+    return sorted(found)
+
+
+def describe_process(pid: int) -> str:
+    """``pid 123 (python -m cosmic_curriculum run ...)`` for messages."""
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return f"pid {pid}"
+    command = " ".join(part.decode("utf-8", "replace") for part in raw.split(b"\0") if part)
+    if len(command) > 80:
+        command = command[:77] + "..."
+    return f"pid {pid} ({command})" if command else f"pid {pid}"
+
+
 def _is_zombie(fields: list[str]) -> bool:
     return len(fields) > 2 and fields[2] in ("Z", "X")
 

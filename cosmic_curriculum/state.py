@@ -12,10 +12,14 @@ file loads unchanged and writing it back keeps every seed key (and any key we do
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
 import socket
+import stat
+import subprocess
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
@@ -24,8 +28,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from cosmic_curriculum.errors import LockError, StateError
-from cosmic_curriculum.fsio import atomic_write_json, read_json
-from cosmic_curriculum.layout import LOCK_FILE, check_experiment
+from cosmic_curriculum.fsio import atomic_write_json, loads, read_json
+from cosmic_curriculum.layout import LOCK_FILE, Layout, check_experiment
 
 SCHEMA_VERSION = 2
 
@@ -202,29 +206,68 @@ class WorkspaceLock:
         self.path = Path(workspace) / LOCK_FILE
         self.fd: int = -1
 
-    def acquire(self) -> WorkspaceLock:
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = self._describe_holder(fd)
-            os.close(fd)
-            raise LockError(
-                f"{self.path.parent}: another cosmic-curriculum run holds this workspace "
-                f"({holder}); wait for it, or stop it (and its trainer) before starting again"
-            ) from None
+    def acquire(self, wait: float = 0.0) -> WorkspaceLock:
+        """Take the lock, waiting up to ``wait`` seconds for another holder to let go."""
+        fd = self._open()
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() < deadline:
+                    time.sleep(0.1)
+                    continue
+                holder = self._describe_holder(fd)
+                os.close(fd)
+                waited = f" and did not let go within {wait:g}s" if wait > 0 else ""
+                raise LockError(
+                    f"{self.path.parent}: another cosmic-curriculum process holds this "
+                    f"workspace ({holder}){waited}; wait for it, or stop it (and its "
+                    "trainer) before starting again"
+                ) from None
         info = {"pid": os.getpid(), "host": socket.gethostname(), "started_at": utc_now()}
         os.ftruncate(fd, 0)
         os.pwrite(fd, (json.dumps(info) + "\n").encode(), 0)
         self.fd = fd
         return self
 
-    @staticmethod
-    def _describe_holder(fd: int) -> str:
+    def _open(self) -> int:
+        """The lock file, refused unless it is a plain file of its own: truncating a
+        symlink or a hard link would overwrite whatever it points at."""
         try:
-            info = json.loads(os.pread(fd, 4096, 0).decode() or "{}")
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+        except OSError as exc:
+            if exc.errno != errno.ELOOP:
+                raise
+            raise LockError(
+                f"{self.path}: is a symbolic link; the workspace lock must be a plain file: "
+                f"remove the link (`rm {self.path}`) and re-run"
+            ) from None
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+            os.close(fd)
+            kind = "a hard link" if stat.S_ISREG(info.st_mode) else "not a regular file"
+            raise LockError(
+                f"{self.path}: is {kind}; the workspace lock must be a plain file of its "
+                f"own: remove it (`rm {self.path}`) and re-run"
+            )
+        return fd
+
+    def _describe_holder(self, fd: int) -> str:
+        """Who holds the lock: the processes that have the file open, else what it says."""
+        from cosmic_curriculum.runner import describe_process, processes_with_open_file
+
+        info = os.fstat(fd)
+        holders = [
+            p for p in processes_with_open_file(info.st_dev, info.st_ino) if p != os.getpid()
+        ]
+        if holders:
+            return "held by " + ", ".join(describe_process(p) for p in holders[:3])
+        try:
+            data = loads(os.pread(fd, 4096, 0).decode() or "{}")
             return (
-                f"pid {info['pid']} on {info['host']}, started {info['started_at']}, "
+                f"pid {data['pid']} on {data['host']}, started {data['started_at']}, "
                 "or a trainer it started"
             )
         except (ValueError, KeyError, TypeError):
@@ -248,3 +291,60 @@ class WorkspaceLock:
         tb: TracebackType | None,
     ) -> None:
         self.release()
+
+
+def check_nothing_lost(workspace: Path) -> None:
+    """Refuse a workspace whose state or history file is gone while its progress is not.
+
+    A missing state would be a fresh start (retraining everything, overwriting bots) and a
+    missing history would lose records on the next append: both only when nothing shows
+    earlier progress (the other file, trainer logs, trained bots, git HEAD).
+    """
+    paths = Layout(Path(workspace))
+    for lost, other in ((paths.state, paths.history), (paths.history, paths.state)):
+        if lost.exists() or lost.is_symlink():
+            continue
+        evidence = _progress_evidence(paths, other, lost.name)
+        if evidence:
+            raise StateError(
+                f"{lost}: missing, but this workspace has progress ({evidence}); restore it "
+                f"with `git -C {paths.root} checkout HEAD -- {lost.name}` (or from a "
+                "backup) instead of starting over"
+            )
+
+
+def _progress_evidence(paths: Layout, other: Path, lost_name: str) -> str:
+    if other.is_file():
+        try:
+            data = read_json(other, other.name)
+        except StateError:
+            data = None
+        if data and (
+            (isinstance(data, list) and len(data) > 0)
+            or (isinstance(data, dict) and (data.get("log") or data.get("stage_index")))
+        ):
+            return f"{other.name} has entries"
+    logs = sorted(paths.logs.glob("curric-*.log")) if paths.logs.is_dir() else []
+    if logs:
+        return f"{paths.rel(logs[0])} exists"
+    bots = sorted(paths.bots.glob("curric-*.json")) if paths.bots.is_dir() else []
+    if bots:
+        return f"{paths.rel(bots[0])} exists"
+    if _committed_in_head(paths.root, lost_name):
+        return f"git HEAD has {lost_name}"
+    return ""
+
+
+def _committed_in_head(root: Path, name: str) -> bool:
+    """Does git HEAD hold ``name`` in this directory? (plain git: `status` stays light)."""
+    try:
+        result = subprocess.run(
+            ["git", "cat-file", "-e", f"HEAD:./{name}"],
+            cwd=root,
+            capture_output=True,
+            timeout=10,
+            env={**os.environ, "GIT_TERMINAL_PROMPT": "0"},
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return result.returncode == 0

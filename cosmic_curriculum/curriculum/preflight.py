@@ -8,7 +8,6 @@ a trainer an earlier run recorded → git preflight → stage range, history and
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from pathlib import Path
@@ -27,13 +26,14 @@ from cosmic_curriculum.curriculum.resume import (
 from cosmic_curriculum.errors import BlockedError, ConfigError, CurriculumError
 from cosmic_curriculum.launchers import TrainerRecord
 from cosmic_curriculum.layout import experiment_name
-from cosmic_curriculum.state import check_stage_range, load_state, utc_now
+from cosmic_curriculum.state import check_nothing_lost, check_stage_range, load_state, utc_now
 
 
 def start(run: Run) -> None:
     for directory in (run.ws, run.paths.bots, run.paths.logs):
         for removed in fsio.clean_stale_temps(directory):
             run.reporter.info(f"removed stale temp file {run.rel(removed)}")
+    check_nothing_lost(run.ws)
     run.state = load_state(run.paths.state)
     loaded = run.state.to_json()
     flight = run.state.in_flight
@@ -70,9 +70,9 @@ def start(run: Run) -> None:
 def explain_lock(run: Run, message: str) -> str:
     """Name an orphaned trainer when it, not a live run, holds the lock."""
     try:
-        holder = json.loads(run.paths.lock.read_text() or "{}").get("pid")
+        holder = fsio.loads(run.paths.lock.read_text() or "{}").get("pid")
         flight = load_state(run.paths.state).in_flight
-    except (OSError, ValueError, CurriculumError):
+    except (OSError, ValueError, AttributeError, CurriculumError):
         return message
     if not isinstance(holder, int) or runner.process_start_time(holder) is not None:
         return message

@@ -8,7 +8,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from cosmic_curriculum import fsio
@@ -32,7 +31,7 @@ def validate_bot(run: Run, path: Path, what: str) -> None:
         return
     # A user's own evaluator may use another bot format: only require JSON.
     try:
-        json.loads(path.read_text(encoding="utf-8"))
+        fsio.loads(path.read_text(encoding="utf-8"))
     except (ValueError, UnicodeDecodeError) as exc:
         raise BotError(f"{path}: {what} is not valid JSON ({exc})") from None
 
