@@ -11,13 +11,14 @@ import pytest
 from fakes.workspace import (
     completed_trainings,
     fake_env,
-    git,
     make_workspace,
     read_state,
     set_scripts,
     stages_toml,
     trainer_runs,
 )
+from fakes.workspace import run_in_process as run
+from gitutil import git
 
 from cosmic_curriculum import runner
 from cosmic_curriculum.errors import (
@@ -30,12 +31,7 @@ from cosmic_curriculum.errors import (
     TrainerError,
 )
 from cosmic_curriculum.gate import margin_fails
-from cosmic_curriculum.orchestrator import (
-    RunOptions,
-    experiment_name,
-    latest_step_checkpoint,
-    run_curriculum,
-)
+from cosmic_curriculum.orchestrator import experiment_name, latest_step_checkpoint
 from cosmic_curriculum.report import Reporter
 from cosmic_curriculum.state import WorkspaceLock
 
@@ -66,12 +62,6 @@ def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for key, value in fake_env(path).items():
         monkeypatch.setenv(key, value)
     return path
-
-
-def run(ws: Path, rec: Recorder | None = None, **kw: Any) -> Any:
-    kw.setdefault("push", False)
-    kw.setdefault("grace_seconds", 2.0)
-    return run_curriculum(RunOptions(workspace=ws, **kw), rec or Recorder())
 
 
 def argv_of(ws: Path, exp: str) -> list[str]:
