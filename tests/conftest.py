@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
+from gitutil import init_repo
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -15,22 +15,7 @@ def repo_root() -> Path:
     return REPO_ROOT
 
 
-def git(cwd: Path, *args: str) -> str:
-    """Run git in ``cwd`` and return stdout (raises on failure)."""
-    out = subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True)
-    return out.stdout
-
-
-def init_git_repo(path: Path) -> Path:
-    """A fresh repository with a local identity (CI has no global one)."""
-    path.mkdir(parents=True, exist_ok=True)
-    git(path, "init", "-q", "-b", "main")
-    git(path, "config", "user.name", "Test User")
-    git(path, "config", "user.email", "test@example.invalid")
-    git(path, "config", "commit.gpgsign", "false")
-    return path
-
-
 @pytest.fixture
 def git_repo(tmp_path: Path) -> Path:
-    return init_git_repo(tmp_path / "repo")
+    """A repository with an identity and one commit (a README.md)."""
+    return init_repo(tmp_path / "repo")

@@ -18,13 +18,13 @@ import pytest
 from fakes.workspace import (
     cli_env,
     completed_trainings,
-    git,
     make_workspace,
     read_state,
     run_argv,
     set_scripts,
     trainer_runs,
 )
+from gitutil import git, init_repo
 
 from cosmic_curriculum import runner
 from cosmic_curriculum.fsio import PAUSE_ENV
@@ -263,11 +263,7 @@ def test_init_creates_a_workspace_that_runs(tmp_path: Path) -> None:
     refused = cli(tmp_path, "init", str(busy))
     assert refused.returncode == 2 and "not empty" in refused.stderr
     assert (busy / "notes.txt").read_text() == "mine"
-    empty_repo = tmp_path / "empty-repo"
-    empty_repo.mkdir()
-    git(empty_repo, "init", "-q", "-b", "main")
-    git(empty_repo, "config", "user.name", "Test User")
-    git(empty_repo, "config", "user.email", "test@example.invalid")
+    empty_repo = init_repo(tmp_path / "empty-repo", message=None)
     assert cli(tmp_path, "init", str(empty_repo)).returncode == 0
     assert "initialise" in git(empty_repo, "log", "--format=%s")
 
@@ -321,12 +317,8 @@ def test_real_trainer_and_built_in_evaluator_end_to_end(tmp_path: Path) -> None:
 def test_init_inside_a_project_that_ignores_it_gets_its_own_repository(tmp_path: Path) -> None:
     project = tmp_path / "project"
     project.mkdir()
-    git(project, "init", "-q", "-b", "main")
-    git(project, "config", "user.name", "Test User")
-    git(project, "config", "user.email", "test@example.invalid")
     (project / ".gitignore").write_text("/workspaces/\n")
-    git(project, "add", ".gitignore")
-    git(project, "commit", "-q", "-m", "project")
+    init_repo(project, message="project")
     target = project / "workspaces" / "quick"
     assert cli(tmp_path, "init", str(target), "--preset", "quick").returncode == 0
     assert (target / ".git").is_dir()

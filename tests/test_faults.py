@@ -27,16 +27,16 @@ from fakes.workspace import (
     cli_env,
     completed_trainings,
     fake_env,
-    git,
     make_workspace,
     read_state,
+    run_in_process,
     set_scripts,
     stages_toml,
     trainer_runs,
 )
+from gitutil import git
 
 from cosmic_curriculum import fsio, runner
-from cosmic_curriculum.curriculum import RunOptions, run_curriculum
 from cosmic_curriculum.errors import (
     BlockedError,
     EvaluationError,
@@ -85,12 +85,6 @@ def cli(
 
 def run_cli(ws: Path, *args: str, **kw: Any) -> subprocess.CompletedProcess[str]:
     return cli(ws, "run", "--workspace", str(ws), "--no-push", *args, **kw)
-
-
-def in_process(ws: Path, rec: Reporter | None = None, **kw: Any) -> Any:
-    kw.setdefault("push", False)
-    kw.setdefault("grace_seconds", 2.0)
-    return run_curriculum(RunOptions(workspace=ws, **kw), rec or Recorder())
 
 
 def snapshot(ws: Path) -> dict[str, Any]:
@@ -462,7 +456,7 @@ def test_hanging_remote_times_out_training_goes_on_and_push_is_retried(
     git(ws, "remote", "add", "origin", "ssh://git@unreachable.invalid/curriculum.git")
     rec = Recorder()
     t0 = time.monotonic()
-    assert in_process(ws, rec, push=True, push_timeout=1.0).status == "done"
+    assert run_in_process(ws, rec, push=True, push_timeout=1.0).status == "done"
     # Every stage was trained while every push timed out after 1 s.
     assert completed_trainings(ws) == EXPS
     assert sum("timed out after 1s" in w for w in rec.warned) >= 3
@@ -475,7 +469,7 @@ def test_hanging_remote_times_out_training_goes_on_and_push_is_retried(
     bare = tmp_path / "remote.git"
     git(tmp_path, "init", "-q", "--bare", str(bare))
     git(ws, "remote", "set-url", "origin", str(bare))
-    in_process(ws, Recorder(), push=True)
+    run_in_process(ws, Recorder(), push=True)
     assert git(bare, "rev-parse", "main") == git(ws, "rev-parse", "HEAD")
     assert read_state(ws)["push_pending"] is False
 
@@ -521,14 +515,14 @@ def test_disk_full_while_storing_an_evaluation_keeps_history_and_training(
 
     monkeypatch.setattr(fsio, "atomic_write_bytes", full)
     with pytest.raises(EvaluationError, match="No space left on device") as info:
-        in_process(ws)
+        run_in_process(ws)
     message = str(info.value)
     assert "eval_history.json" in message and "training is kept" in message
     assert "\n" not in message
     json.loads((ws / "eval_history.json").read_text())
     assert not list(ws.glob(".*.tmp-*"))
     monkeypatch.setattr(fsio, "atomic_write_bytes", real)
-    assert in_process(ws).status == "done"
+    assert run_in_process(ws).status == "done"
     assert completed_trainings(ws) == EXPS  # nothing retrained
     history = json.loads((ws / "eval_history.json").read_text())
     assert [r["id"] for r in history] == [e["eval_id"] for e in read_state(ws)["log"]]
@@ -551,14 +545,14 @@ def test_disk_full_while_writing_the_review_is_a_one_line_error_and_resumes(
 
     monkeypatch.setattr(fsio, "atomic_write_bytes", full)
     with pytest.raises(StateError) as info:
-        in_process(ws)
+        run_in_process(ws)
     message = str(info.value)
     assert "\n" not in message and "review-defend.md: No space left on device" in message
     assert "re-run `cosmic-curriculum run" in message
     assert read_state(ws)["in_flight"]["phase"] == "decided"
     monkeypatch.setattr(fsio, "atomic_write_bytes", real)
     with pytest.raises(BlockedError):
-        in_process(ws)
+        run_in_process(ws)
     assert "review-defend.md" in git(ws, "show", "--name-only", "--format=", "HEAD")
     assert len(read_state(ws)["log"]) == 4  # the decided attempt was not logged twice
 
@@ -631,7 +625,7 @@ def test_workspace_lock_that_cannot_be_created_is_a_one_line_error(
     monkeypatch.setattr(state_module.os, "open", read_only)
     before = snapshot(env_ws)
     with pytest.raises(LockError) as info:
-        in_process(env_ws)
+        run_in_process(env_ws)
     message = str(info.value)
     assert "\n" not in message and ".cosmic-curriculum.lock" in message
     assert "Read-only file system" in message and "writable" in message
@@ -697,7 +691,7 @@ def test_status_and_run_error_path_for_config_change_is_one_line(ws: Path) -> No
 def test_trainer_error_message_first_line_names_log_and_fix(env_ws: Path) -> None:
     set_scripts(env_ws, trainer_script={"*": {"mode": "fail"}})
     with pytest.raises(TrainerError) as info:
-        in_process(env_ws)
+        run_in_process(env_ws)
     first, *quoted = str(info.value).splitlines()
     assert "exited with status 3" in first and "logs/curric-s1-score.log" in first
     assert "retry this attempt" in first

@@ -9,42 +9,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from fakes.budgets import tiny_training_flags
+from gitutil import git, init_repo, set_identity
 
 REPO = Path(__file__).resolve().parents[1]
 WRAPPER = REPO / "scripts" / "run_training.sh"
-TINY = [
-    "--timesteps",
-    "256",
-    "--n-parallel",
-    "16",
-    "--speedup",
-    "16",
-    "--rollout-size",
-    "256",
-    "--n-epochs",
-    "1",
-    "--opponent-mode",
-    "inert",
-    "--device",
-    "cpu",
-]
-
-
-def git(ws: Path, *args: str) -> str:
-    out = subprocess.run(
-        ["git", *args], cwd=ws, capture_output=True, text=True, check=True, timeout=60
-    )
-    return out.stdout
-
-
-def make_repo(ws: Path) -> None:
-    ws.mkdir()
-    git(ws, "init", "-q", "-b", "main")
-    git(ws, "config", "user.name", "Test User")
-    git(ws, "config", "user.email", "test@example.invalid")
-    (ws / "README.md").write_text("workspace\n")
-    git(ws, "add", "README.md")
-    git(ws, "commit", "-q", "-m", "init")
+TINY = tiny_training_flags(256)
 
 
 def run_wrapper(ws: Path, *args: str, no_git: bool = False) -> subprocess.CompletedProcess[str]:
@@ -67,7 +37,7 @@ def test_wrapper_is_a_relative_symlink_to_the_packaged_script() -> None:
 @pytest.mark.slow
 def test_trains_and_commits_only_its_paths(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
-    make_repo(ws)
+    init_repo(ws)
     # the user's own work in progress: staged and unstaged changes must stay as they were
     (ws / "notes.txt").write_text("mine\n")
     git(ws, "add", "notes.txt")
@@ -89,7 +59,7 @@ def test_trains_and_commits_only_its_paths(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_no_git_mode_trains_without_touching_git(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
-    make_repo(ws)
+    init_repo(ws)
     proc = run_wrapper(ws, "exp2", *TINY, no_git=True)
     assert proc.returncode == 0, proc.stderr
     assert (ws / "bots" / "exp2.json").is_file()
@@ -100,7 +70,7 @@ def test_no_git_mode_trains_without_touching_git(tmp_path: Path) -> None:
 
 def test_bad_flags_pass_exit_code_2_through_and_commit_nothing(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
-    make_repo(ws)
+    init_repo(ws)
     proc = run_wrapper(ws, "exp3", "--timesteps", "many")
     assert proc.returncode == 2
     assert "--timesteps" in proc.stdout + proc.stderr
@@ -122,13 +92,12 @@ def test_pulls_before_and_pushes_after_training(tmp_path: Path) -> None:
     origin = tmp_path / "origin.git"
     git(tmp_path, "init", "-q", "--bare", "-b", "main", str(origin))
     seed = tmp_path / "seed"
-    make_repo(seed)
+    init_repo(seed)
     git(seed, "remote", "add", "origin", str(origin))
     git(seed, "push", "-q", "-u", "origin", "main")
     ws = tmp_path / "ws"
     git(tmp_path, "clone", "-q", str(origin), str(ws))
-    git(ws, "config", "user.name", "Test User")
-    git(ws, "config", "user.email", "test@example.invalid")
+    set_identity(ws)
     # a teammate pushes while we are away: the wrapper fast-forwards before training
     (seed / "stages.toml").write_text("# new curriculum\n")
     git(seed, "add", "stages.toml")
@@ -146,7 +115,7 @@ def test_pulls_before_and_pushes_after_training(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_a_failing_push_is_only_a_warning(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
-    make_repo(ws)
+    init_repo(ws)
     git(ws, "remote", "add", "origin", str(tmp_path / "missing.git"))
     proc = run_wrapper(ws, "exp6", *TINY)
     assert proc.returncode == 0, proc.stderr

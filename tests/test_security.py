@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fakes.workspace import cli_env, make_workspace, run_argv, trainer_runs
+from fakes.workspace import cli_env, make_workspace, run_cli, trainer_runs
 
 from cosmic_curriculum.config import load_config
 from cosmic_curriculum.errors import ConfigError
@@ -77,14 +77,7 @@ def test_nasty_flags_reach_the_trainer_verbatim_through_the_cli(tmp_path: Path) 
         f"standing_args = {json.dumps(NASTY)}",
     ).replace('flags = ["--stage-flag", "score"]', f"flags = {json.dumps(NASTY[::-1])}")
     (ws / "stages.toml").write_text(text)
-    result = subprocess.run(
-        run_argv(ws),
-        env=cli_env(ws),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=tmp_path,
-    )
+    result = run_cli(ws, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     argv = next(r for r in trainer_runs(ws) if r["event"] == "start")["argv"]
     assert argv[7:] == NASTY + NASTY[::-1]
@@ -200,13 +193,7 @@ def test_a_pickled_reference_bot_is_refused_by_run(tmp_path: Path) -> None:
     marker = tmp_path / "unpickled"
     ws = make_workspace(tmp_path / "ws", stages=["score"], external_eval=False)
     (ws / "bots" / "rookie.json").write_bytes(pickle.dumps(_Payload(str(marker))))
-    result = subprocess.run(
-        run_argv(ws),
-        env=cli_env(ws),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    result = run_cli(ws)
     assert result.returncode != 0
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "bots/rookie.json" in lines[0]

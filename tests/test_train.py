@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
+from fakes.budgets import tiny_training_flags
 from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import BaseCallback
 
@@ -485,18 +486,7 @@ def test_sigterm_to_the_command_saves_a_checkpoint_and_a_partial_bot(tmp_path: P
             "cosmic_curriculum",
             "train",
             "term",
-            "--timesteps",
-            "100000000",
-            "--n-parallel",
-            "16",
-            "--rollout-size",
-            "256",
-            "--n-epochs",
-            "1",
-            "--opponent-mode",
-            "inert",
-            "--device",
-            "cpu",
+            *tiny_training_flags(100_000_000),
         ],
         cwd=tmp_path,
         stdout=subprocess.PIPE,

@@ -2,35 +2,17 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
+from gitutil import git, init_repo
 
 from cosmic_curriculum import vcs
 from cosmic_curriculum.errors import GitError
 
 
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True
-    ).stdout.strip()
-
-
-def make_repo(path: Path, commit: bool = True) -> Path:
-    path.mkdir(parents=True, exist_ok=True)
-    git(path, "init", "-q", "-b", "main")
-    git(path, "config", "user.name", "Test")
-    git(path, "config", "user.email", "test@example.com")
-    if commit:
-        (path / "README").write_text("hi\n")
-        git(path, "add", "README")
-        git(path, "commit", "-q", "-m", "init")
-    return path
-
-
 def test_commit_paths_on_repo_without_commits(tmp_path: Path) -> None:
-    repo = make_repo(tmp_path / "r", commit=False)
+    repo = init_repo(tmp_path / "r", message=None)
     (repo / "state.json").write_text("{}\n")
     assert vcs.commit_paths(repo, ["state.json"], "chore: first")
     assert git(repo, "log", "--format=%s") == "chore: first"
@@ -38,10 +20,10 @@ def test_commit_paths_on_repo_without_commits(tmp_path: Path) -> None:
 
 
 def test_user_staged_and_unstaged_work_is_untouched(tmp_path: Path) -> None:
-    repo = make_repo(tmp_path / "r")
+    repo = init_repo(tmp_path / "r")
     (repo / "user.py").write_text("staged\n")
     git(repo, "add", "user.py")
-    (repo / "README").write_text("unstaged edit\n")
+    (repo / "README.md").write_text("unstaged edit\n")
     (repo / "notes.txt").write_text("untracked\n")
     before = git(repo, "status", "--porcelain")
     diff_cached = git(repo, "diff", "--cached")
@@ -54,11 +36,11 @@ def test_user_staged_and_unstaged_work_is_untouched(tmp_path: Path) -> None:
     after = git(repo, "status", "--porcelain")
     assert after == before  # user's staged/unstaged/untracked exactly as they were
     assert git(repo, "diff", "--cached") == diff_cached
-    assert (repo / "README").read_text() == "unstaged edit\n"
+    assert (repo / "README.md").read_text() == "unstaged edit\n"
 
 
 def test_no_empty_commit_and_ignored_paths_still_committed(tmp_path: Path) -> None:
-    repo = make_repo(tmp_path / "r")
+    repo = init_repo(tmp_path / "r")
     (repo / ".gitignore").write_text("*.log\n")
     (repo / "a.log").write_text("x\n")
     assert vcs.commit_paths(repo, ["a.log"], "chore: log")
@@ -86,7 +68,7 @@ def test_preflight_not_a_repo_warns(tmp_path: Path) -> None:
 
 
 def test_preflight_detached_head_and_rebase(tmp_path: Path) -> None:
-    repo = make_repo(tmp_path / "r")
+    repo = init_repo(tmp_path / "r")
     assert vcs.preflight(repo) is None
     git(repo, "checkout", "-q", "--detach")
     with pytest.raises(GitError, match="detached"):
@@ -104,7 +86,7 @@ def test_preflight_git_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_stale_index_lock_removed(tmp_path: Path) -> None:
-    repo = make_repo(tmp_path / "r")
+    repo = init_repo(tmp_path / "r")
     lock = repo / ".git" / "index.lock"
     lock.write_text("")
     (repo / "s.json").write_text("{}\n")
@@ -115,7 +97,7 @@ def test_stale_index_lock_removed(tmp_path: Path) -> None:
 
 
 def test_push_no_remote_ok_and_to_bare(tmp_path: Path) -> None:
-    repo = make_repo(tmp_path / "r")
+    repo = init_repo(tmp_path / "r")
     assert vcs.push(repo) == (True, "no remote configured; nothing to push")
     bare = tmp_path / "bare.git"
     git(tmp_path, "init", "-q", "--bare", str(bare))
@@ -126,14 +108,14 @@ def test_push_no_remote_ok_and_to_bare(tmp_path: Path) -> None:
 
 
 def test_push_unreachable_remote_is_a_warning(tmp_path: Path) -> None:
-    repo = make_repo(tmp_path / "r")
+    repo = init_repo(tmp_path / "r")
     git(repo, "remote", "add", "origin", str(tmp_path / "gone.git"))
     ok, message = vcs.push(repo, timeout=10)
     assert not ok and "git push failed" in message
 
 
 def test_push_timeout(tmp_path: Path) -> None:
-    repo = make_repo(tmp_path / "r")
+    repo = init_repo(tmp_path / "r")
     # A remote helper that hangs: ext:: is disabled by default, so use a fake ssh.
     fake_ssh = tmp_path / "hang-ssh"
     fake_ssh.write_text("#!/bin/sh\nsleep 30\n")
@@ -145,7 +127,7 @@ def test_push_timeout(tmp_path: Path) -> None:
 
 
 def test_workspace_ignored_by_the_enclosing_repo_is_not_committed_into_it(tmp_path: Path) -> None:
-    project = make_repo(tmp_path / "project")
+    project = init_repo(tmp_path / "project")
     (project / ".gitignore").write_text("/workspaces/\n")
     ws = project / "workspaces" / "w1"
     ws.mkdir(parents=True)

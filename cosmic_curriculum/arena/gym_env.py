@@ -12,7 +12,8 @@ batched :class:`~cosmic_curriculum.arena.vec_env.ArenaVecEnv`.
 - Episode end: ``terminated`` on a goal or at the time limit (the time left is observed,
   so the limit is part of the game); ``truncated`` is always False. ``info`` at the end
   holds ``outcome`` (1 win, 0 draw, -1 loss).
-- ``side``: 0 plays blue, 1 orange, ``"alternate"`` switches at every reset.
+- ``side``: 0 plays blue, 1 orange, ``"alternate"`` switches at every reset; a seeded
+  reset plays side ``seed % 2`` so that the same seed replays the same episode.
 """
 
 from __future__ import annotations
@@ -61,7 +62,12 @@ class ArenaEnv(gym.Env[NDArray[np.float32], NDArray[np.float32]]):
     ) -> tuple[NDArray[np.float32], dict[str, Any]]:
         super().reset(seed=seed)
         if self.side == "alternate":
-            self.duel.learner_side[0] ^= 1
+            if seed is not None:
+                # A seeded reset must replay the same episode (gymnasium's contract), so
+                # the seed picks the side; unseeded resets switch sides.
+                self.duel.learner_side[0] = seed % 2
+            else:
+                self.duel.learner_side[0] ^= 1
         if seed is not None:
             self.duel.seed(seed)
         obs = self.duel.reset()

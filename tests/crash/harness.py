@@ -32,7 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fakes.workspace import cli_env, completed_trainings, git, make_workspace, run_argv
+from fakes.workspace import cli_env, completed_trainings, make_workspace, run_argv
+from gitutil import git
 
 from cosmic_curriculum.fsio import FAULT_LOG_ENV, PAUSE_ENV
 from cosmic_curriculum.state import WorkspaceLock

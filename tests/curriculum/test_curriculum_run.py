@@ -11,16 +11,16 @@ import pytest
 from fakes.workspace import (
     completed_trainings,
     fake_env,
-    git,
     make_workspace,
     read_state,
     set_scripts,
     stages_toml,
     trainer_runs,
 )
+from fakes.workspace import run_in_process as run
+from gitutil import git
 
 from cosmic_curriculum import runner
-from cosmic_curriculum.curriculum import RunOptions, run_curriculum
 from cosmic_curriculum.errors import (
     BlockedError,
     ConfigError,
@@ -62,12 +62,6 @@ def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for key, value in fake_env(path).items():
         monkeypatch.setenv(key, value)
     return path
-
-
-def run(ws: Path, rec: Recorder | None = None, **kw: Any) -> Any:
-    kw.setdefault("push", False)
-    kw.setdefault("grace_seconds", 2.0)
-    return run_curriculum(RunOptions(workspace=ws, **kw), rec or Recorder())
 
 
 def argv_of(ws: Path, exp: str) -> list[str]:

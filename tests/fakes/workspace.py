@@ -9,16 +9,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from gitutil import init_repo
+
 FAKES = Path(__file__).resolve().parent
 TRAINER = FAKES / "fake_trainer.py"
 EVALUATOR = FAKES / "fake_evaluator.py"
 SEED_STATE = {"stage_index": 0, "attempt": 0, "status": "in_progress", "log": []}
-
-
-def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True
-    ).stdout.strip()
 
 
 def stages_toml(
@@ -71,12 +67,7 @@ def make_workspace(
     (script_dir / "trainer.json").write_text(json.dumps(trainer_script or {}))
     (script_dir / "eval.json").write_text(json.dumps(eval_script or {}))
     if git_repo:
-        git(path, "init", "-q", "-b", "main")
-        git(path, "config", "user.name", "Test User")
-        git(path, "config", "user.email", "test@example.invalid")
-        git(path, "config", "commit.gpgsign", "false")
-        git(path, "add", ".")
-        git(path, "commit", "-q", "-m", "initial workspace")
+        init_repo(path, message="initial workspace")
     return path
 
 
@@ -136,3 +127,29 @@ def run_argv(path: Path, *flags: str) -> list[str]:
         "--no-push",
         *flags,
     ]
+
+
+def run_cli(path: Path, *flags: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """Run `cosmic-curriculum run` on workspace ``path`` with the fakes' environment."""
+    return subprocess.run(
+        run_argv(path, *flags),
+        env=cli_env(path),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=cwd,
+    )
+
+
+def run_in_process(path: Path, reporter: Any = None, **options: Any) -> Any:
+    """`run_curriculum` on workspace ``path`` in this process (returns the final state).
+
+    Never pushes and gives a stopped trainer 2 s unless ``options`` say otherwise; the
+    default ``reporter`` ignores every event.
+    """
+    from cosmic_curriculum.curriculum import RunOptions, run_curriculum
+    from cosmic_curriculum.report import Reporter
+
+    options.setdefault("push", False)
+    options.setdefault("grace_seconds", 2.0)
+    return run_curriculum(RunOptions(workspace=path, **options), reporter or Reporter())
