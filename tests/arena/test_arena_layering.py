@@ -8,7 +8,7 @@ from pathlib import Path
 import cosmic_curriculum.arena
 
 ARENA = Path(cosmic_curriculum.arena.__file__).parent
-ABOVE = ("cosmic_curriculum.bots", "cosmic_curriculum.policies")
+ABOVE = ("cosmic_curriculum.bots",)
 
 
 def imported_modules(path: Path) -> list[str]:
