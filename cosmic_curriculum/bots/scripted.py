@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from cosmic_curriculum.arena.observations import ORB_POS, OWN_FWD, OWN_POS, OWN_UP, OWN_VEL
 from cosmic_curriculum.arena.policy import F32, check_decision_ticks
-from cosmic_curriculum.arena.rules import ACT_SIZE
+from cosmic_curriculum.arena.rules import ACT_SIZE, cross, dot, norm
 from cosmic_curriculum.arena.settings import GameSettings
 
 
@@ -107,11 +107,11 @@ class ScriptedBot:
         ship = now[:, OWN_POS] * half
         to_goal = -orb
         to_goal[:, 0] += half[0]
-        to_goal /= np.maximum(_norm(to_goal), 1e-9)[:, None]
+        to_goal /= np.maximum(norm(to_goal), 1e-9)[:, None]
         rel = orb - ship
-        along = _dot(rel, to_goal)  # > 0: the ship is on the far side from the goal
+        along = dot(rel, to_goal)  # > 0: the ship is on the far side from the goal
         offset = along[:, None] * to_goal - rel  # from the orb's line toward the ship
-        lateral = _norm(offset)
+        lateral = norm(offset)
         push = (along > 0.0) & (lateral < p.push_lateral)
         reach = np.where(push, p.push_through, -p.behind_distance)
         target = orb + to_goal * reach[:, None]
@@ -129,7 +129,7 @@ class ScriptedBot:
         clamped = np.clip(target, -lim, lim)
         stuck = ~push & (np.abs(clamped - target).sum(axis=1) > 0.5)
         if stuck.any():
-            stuck &= _norm(clamped - ship) < p.wall_margin + 1.0
+            stuck &= norm(clamped - ship) < p.wall_margin + 1.0
             clamped[stuck] = (orb + to_goal * p.push_through)[stuck]
         target = clamped
         if self.game is not None and not self.game.allow_vertical:
@@ -137,14 +137,14 @@ class ScriptedBot:
         # steer toward the target; thrust, strafe and lift chase a desired velocity that
         # slows down near the target (it brakes instead of orbiting), capped by thrust_level
         to_target = target - ship
-        dist = np.maximum(_norm(to_target), 1e-9)
+        dist = np.maximum(norm(to_target), 1e-9)
         cruise = p.thrust_level * self._max_speed
         speed = np.where(push | stuck, cruise, np.minimum(cruise, p.approach_gain * dist))
         want = to_target * (speed / dist)[:, None]
         want -= now[:, OWN_VEL] * self._max_speed
         # rows of `axes` are the body axes in the attack frame: forward, left, up
         fwd, up = now[:, OWN_FWD], now[:, OWN_UP]
-        left = _cross(up, fwd)
+        left = cross(up, fwd)
         axes = np.stack((fwd, left, up), axis=1)
         body = np.einsum("nij,nkj->nki", axes, np.stack((want, to_target), axis=1))
         error = body[:, 0] / p.velocity_scale
@@ -159,23 +159,3 @@ class ScriptedBot:
         act[:, 5] = -p.level_gain * left[:, 2]
         np.clip(act[:, 1:], -1.0, 1.0, out=act[:, 1:])
         return act
-
-
-def _dot(a: NDArray[np.float64], b: NDArray[np.float64]) -> NDArray[np.float64]:
-    out: NDArray[np.float64] = np.einsum("ij,ij->i", a, b)
-    return out
-
-
-def _norm(a: NDArray[np.float64]) -> NDArray[np.float64]:
-    return np.sqrt(_dot(a, a))
-
-
-def _cross(a: NDArray[np.float64], b: NDArray[np.float64]) -> NDArray[np.float64]:
-    return np.stack(
-        (
-            a[:, 1] * b[:, 2] - a[:, 2] * b[:, 1],
-            a[:, 2] * b[:, 0] - a[:, 0] * b[:, 2],
-            a[:, 0] * b[:, 1] - a[:, 1] * b[:, 0],
-        ),
-        axis=1,
-    )
