@@ -1,18 +1,15 @@
 """Bots: players of the arena and the JSON files that hold them (docs/BOT_FORMAT.md).
 
 A bot is an ``arena.policy.Policy`` (re-exported here as ``Bot``) that also records the
-``game`` it was made for. Kinds: ``mlp`` (numpy inference of exported weights,
-``mlp``), ``scripted`` (the rookie, ``scripted``), ``inert`` and ``random``
-(``simple``). ``format`` builds, validates, loads and saves bot files; ``specs`` turns
-an opponent named on the command line into a bot. Never imports torch; the arena never
-imports this package.
+``game`` it was made for. Modules: ``mlp`` (numpy inference of exported weights),
+``scripted`` (the rookie), ``simple`` (inert and random), ``schema`` (the file format as
+pydantic models), ``format`` (build, load, save and hash bot files) and ``specs`` (an
+opponent named on the command line). Never imports torch; the arena never imports this
+package.
 """
 
 from cosmic_curriculum.arena.policy import Policy as Bot
 from cosmic_curriculum.bots.format import (
-    BOT_FORMAT,
-    BOT_VERSION,
-    KINDS,
     bot_from_document,
     bot_sha256,
     load_bot,
@@ -22,6 +19,7 @@ from cosmic_curriculum.bots.format import (
     simple_bot_document,
 )
 from cosmic_curriculum.bots.mlp import ACTIVATIONS, Layer, MlpBot
+from cosmic_curriculum.bots.schema import BOT_FORMAT, BOT_VERSION, KINDS
 from cosmic_curriculum.bots.scripted import (
     ROOKIE_DECISION_TICKS,
     ROOKIE_PARAMS,

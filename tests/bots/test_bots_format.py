@@ -233,3 +233,22 @@ def test_partial_flag_and_provenance_are_kept(tmp_path: Path) -> None:
     save_bot(path, doc)
     data = json.loads(path.read_text())
     assert data["partial"] is True and data["provenance"]["checkpoint_sha256"] == "ab"
+
+
+def test_the_fault_reported_first_when_a_file_has_several() -> None:
+    # a foreign JSON file is named by its header, not by the keys it lacks
+    with pytest.raises(BotError, match=r"format is 'x', .*\(not a bot file\?\)"):
+        bot_from_document({"format": "x", "zzz": 1})
+    doc = mlp_doc()
+    del doc["game"], doc["action_size"]
+    doc["zz"] = doc["aa"] = 1
+    with pytest.raises(BotError, match=r": unknown key\(s\) aa, zz for kind 'mlp'$"):
+        bot_from_document(doc)
+    del doc["zz"], doc["aa"]
+    doc["decision_ticks"] = 0
+    with pytest.raises(BotError, match=r": missing key 'action_size'$"):
+        bot_from_document(doc)
+    doc = mlp_doc()
+    del doc["network"]["layers"][1]["bias"]
+    with pytest.raises(BotError, match=r": missing key 'network.layers\[1\].bias'$"):
+        bot_from_document(doc)
