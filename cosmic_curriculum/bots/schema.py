@@ -18,6 +18,7 @@ import numpy as np
 from numpy.typing import NDArray
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     PlainValidator,
@@ -62,6 +63,17 @@ Matrix = Annotated[NDArray[np.float64], _array(2)]
 Vector = Annotated[NDArray[np.float64], _array(1)]
 
 
+def _one_of(allowed: tuple[str, ...], listed: str) -> BeforeValidator:
+    """Refuse a raw value outside ``allowed`` (any JSON value, so the message shows it)."""
+
+    def check(value: Any) -> Any:
+        if value not in allowed:
+            raise ValueError(f"{value!r} is not one of {listed}")
+        return value
+
+    return BeforeValidator(check)
+
+
 def _nested(what: str, value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
     """Validate a nested model; its faults become one value error (``game settings
     invalid: tick=-1.0: ...``) instead of errors at locations inside it."""
@@ -78,7 +90,7 @@ class BotHeader(BaseModel):
 
     format: str
     version: int
-    kind: str
+    kind: Annotated[str, _one_of(KINDS, ", ".join(KINDS))]
 
     # "before": the exact value is checked, so `true` is no version 1 and 1.0 still is
     @field_validator("format", mode="before")
@@ -93,13 +105,6 @@ class BotHeader(BaseModel):
     def _known_version(cls, value: Any) -> Any:
         if value != BOT_VERSION or isinstance(value, bool):
             raise ValueError(f"{value!r} is not supported (this program reads {BOT_VERSION})")
-        return value
-
-    @field_validator("kind", mode="before")
-    @classmethod
-    def _known_kind(cls, value: Any) -> Any:
-        if value not in KINDS:
-            raise ValueError(f"{value!r} is not one of {', '.join(KINDS)}")
         return value
 
 
@@ -161,14 +166,7 @@ class LayerSpec(BaseModel):
 
     weights: Matrix
     bias: Vector
-    activation: str
-
-    @field_validator("activation", mode="before")
-    @classmethod
-    def _known_activation(cls, value: Any) -> Any:
-        if value not in ACTIVATIONS:
-            raise ValueError(f"{value!r} is not one of {ACTIVATIONS}")
-        return value
+    activation: Annotated[str, _one_of(ACTIVATIONS, str(ACTIVATIONS))]
 
 
 class Network(BaseModel):
