@@ -76,7 +76,7 @@ def loop_rate(n: int, settings: GameSettings, seconds: float) -> float:
 def vec_env_rate(n: int, opponent: str, seconds: float) -> float:
     """Decisions per second of ``ArenaVecEnv`` (observations, rewards, opponent included)."""
     from cosmic_curriculum.arena.vec_env import ArenaVecEnv
-    from cosmic_curriculum.policies import bot_from_spec
+    from cosmic_curriculum.bots import bot_from_spec
 
     settings = GameSettings(allow_vertical=False, allow_pitch_roll=False, attack_goal_bias=1.0)
     env = ArenaVecEnv(n, settings, bot_from_spec(opponent, settings.decision_ticks), seed=0)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from cosmic_curriculum import evaluate, policies
+from cosmic_curriculum import bots, evaluate
 from cosmic_curriculum.arena.match import play_pairs
 from cosmic_curriculum.arena.observations import OBS_SIZE
 from cosmic_curriculum.arena.rules import ACT_SIZE
@@ -41,7 +41,7 @@ def random_mlp_document(seed: int, hidden: tuple[int, ...] = (64, 64)) -> dict[s
         )
         for k, (n_in, n_out) in enumerate(itertools.pairwise(sizes))
     ]
-    return policies.mlp_bot_document(
+    return bots.mlp_bot_document(
         layers,
         obs_mean=None,
         obs_std=None,
@@ -64,9 +64,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
         mlp, rookie = d / "mlp.json", d / "rookie.json"
-        policies.save_bot(mlp, random_mlp_document(args.seed))
-        policies.save_bot(rookie, policies.rookie_document())
-        bot_a, bot_b = policies.load_bot(mlp), policies.load_bot(rookie)
+        bots.save_bot(mlp, random_mlp_document(args.seed))
+        bots.save_bot(rookie, bots.rookie_document())
+        bot_a, bot_b = bots.load_bot(mlp), bots.load_bot(rookie)
         game = evaluate.game_for(bot_a)
 
         batched: list[float] = []

@@ -28,7 +28,7 @@ import torch
 from stable_baselines3 import PPO
 from stable_baselines3.common.env_util import make_vec_env
 
-from cosmic_curriculum import policies, train
+from cosmic_curriculum import bots, train
 from cosmic_curriculum.arena import GameSettings
 from cosmic_curriculum.arena.gym_env import ArenaEnv
 from cosmic_curriculum.arena.vec_env import ArenaVecEnv
@@ -42,7 +42,7 @@ def steps_per_second(model: PPO, timesteps: int) -> tuple[float, int]:
 
 
 def ours(settings: train.TrainSettings, game: GameSettings) -> PPO:
-    env = ArenaVecEnv(settings.n_parallel, game, policies.InertBot(game.decision_ticks), seed=0)
+    env = ArenaVecEnv(settings.n_parallel, game, bots.InertBot(game.decision_ticks), seed=0)
     return PPO(
         "MlpPolicy",
         env,
@@ -56,7 +56,7 @@ def ours(settings: train.TrainSettings, game: GameSettings) -> PPO:
 
 def baseline(game: GameSettings, n_envs: int) -> PPO:
     def make() -> Any:
-        return ArenaEnv(game, policies.InertBot(game.decision_ticks))
+        return ArenaEnv(game, bots.InertBot(game.decision_ticks))
 
     env = make_vec_env(make, n_envs=n_envs, seed=0)
     return PPO("MlpPolicy", env, seed=0, device="cpu", verbose=0)

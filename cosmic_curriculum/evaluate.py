@@ -35,7 +35,7 @@ from cosmic_curriculum.gate import GateDecision, GateSettings, decide
 
 if TYPE_CHECKING:
     from cosmic_curriculum.arena.settings import GameSettings
-    from cosmic_curriculum.policies import Bot
+    from cosmic_curriculum.bots import Bot
 
 DEFAULT_EPISODES = 100
 
@@ -129,16 +129,16 @@ def run_evaluation(
     ``extra`` is merged into the record (e.g. the curriculum's experiment name).
     Returns the stored record (with its ``id``).
     """
-    from cosmic_curriculum import policies
+    from cosmic_curriculum import bots
     from cosmic_curriculum.arena.match import play_pairs
 
     candidate, reference = Path(candidate), Path(reference)
     _check_seed(seed)
     max_pairs, per_batch = plan(gate, episodes)
-    bot_a = policies.load_bot(candidate)
-    bot_b = policies.load_bot(reference)
+    bot_a = bots.load_bot(candidate)
+    bot_b = bots.load_bot(reference)
     settings = game if game is not None else game_for(bot_a)
-    sha_a, sha_b = policies.bot_sha256(candidate), policies.bot_sha256(reference)
+    sha_a, sha_b = bots.bot_sha256(candidate), bots.bot_sha256(reference)
 
     started = time.perf_counter()
     tally = _Tally()
@@ -245,7 +245,7 @@ def render_replay(
     Returns ``{"out", "outcome", "seconds", "frames"}``; ``outcome`` is the candidate's
     view (+1 won, -1 lost, 0 draw).
     """
-    from cosmic_curriculum import policies
+    from cosmic_curriculum import bots
     from cosmic_curriculum.arena.match import play_pairs
 
     out = Path(out)
@@ -255,8 +255,8 @@ def render_replay(
             "(trajectory strip) or a .gif (animation)"
         )
     _check_seed(seed)
-    bot_a = policies.load_bot(candidate)
-    bot_b = policies.load_bot(reference)
+    bot_a = bots.load_bot(candidate)
+    bot_b = bots.load_bot(reference)
     settings = game if game is not None else game_for(bot_a)
     result = play_pairs(bot_a, bot_b, 1, batch_seed(seed, 0), settings, record=True, record_game=0)
     traj = result.trajectory

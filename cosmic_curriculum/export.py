@@ -45,7 +45,7 @@ def _linear_layer(module: nn.Linear, activation: str) -> Layer:
 
 def policy_layers(policy: Any) -> list[Layer]:
     """The actor of an SB3 ``ActorCriticPolicy`` as ``(W (out, in), b, activation)`` layers
-    (the last one linear), as ``policies.mlp_bot_document`` and ``MlpBot`` take them."""
+    (the last one linear), as ``bots.mlp_bot_document`` and ``MlpBot`` take them."""
     modules = list(policy.mlp_extractor.policy_net)
     layers: list[Layer] = []
     i = 0

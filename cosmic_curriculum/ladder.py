@@ -83,7 +83,7 @@ def fit_elo(
 
 def discover(bots_dir: Path) -> tuple[list[Path], list[tuple[Path, str]]]:
     """Loadable bot files in ``bots_dir`` (sorted) and the skipped ones with the reason."""
-    from cosmic_curriculum import policies
+    from cosmic_curriculum.bots import load_bot
 
     bots_dir = Path(bots_dir)
     if not bots_dir.is_dir():
@@ -92,7 +92,7 @@ def discover(bots_dir: Path) -> tuple[list[Path], list[tuple[Path, str]]]:
     skipped: list[tuple[Path, str]] = []
     for path in sorted(bots_dir.glob("*.json")):
         try:
-            policies.load_bot(path)
+            load_bot(path)
         except BotError as exc:
             skipped.append((path, str(exc)))
         else:
@@ -110,9 +110,9 @@ def run_ladder(
 ) -> dict[str, Any]:
     """Play the round robin, fit ratings, write ``ladder.json``, ``ladder.md`` and
     ``ladder.png`` into ``out_dir``; return the JSON document (plus ``files``)."""
-    from cosmic_curriculum import policies
     from cosmic_curriculum.arena.match import play_pairs
     from cosmic_curriculum.arena.settings import GameSettings
+    from cosmic_curriculum.bots import load_bot
 
     if pairs < 1:
         raise EvaluationError(f"--pairs {pairs}: need at least 1 seat-swapped pair per match")
@@ -125,10 +125,8 @@ def run_ladder(
             f"{len(paths)}" + (f" ({len(skipped)} unreadable)" if skipped else "")
         )
     names = [p.stem for p in paths]
-    bots = [policies.load_bot(p) for p in paths]
-    game: GameSettings = (
-        GameSettings() if game_from is None else game_for(policies.load_bot(game_from))
-    )
+    bots = [load_bot(p) for p in paths]
+    game: GameSettings = GameSettings() if game_from is None else game_for(load_bot(game_from))
     k = len(paths)
     games = np.zeros((k, k))
     points = np.zeros((k, k))

@@ -359,16 +359,16 @@ def game_settings(settings: TrainSettings) -> Any:
 
 def scripted_opponent(mode: str, opponent_bot: Path | None, workspace: Path, speedup: int) -> Any:
     """The fixed opponent of a non-self-play run."""
-    from cosmic_curriculum import policies
+    from cosmic_curriculum import bots
 
     if mode == "bot":
         assert opponent_bot is not None
         path = opponent_bot if opponent_bot.is_absolute() else workspace / opponent_bot
         try:
-            return policies.load_bot(path)
+            return bots.load_bot(path)
         except BotError as exc:
             raise ConfigError(f"--opponent-bot {opponent_bot}: {exc}") from None
-    return policies.bot_from_spec(mode, decision_ticks=speedup)
+    return bots.bot_from_spec(mode, decision_ticks=speedup)
 
 
 # --------------------------------------------------------------------------------------
@@ -436,10 +436,10 @@ def set_log_std(policy: Any, std: float) -> None:
 
 def snapshot_bot(model: Any, settings: TrainSettings, game: Any, timesteps: int) -> Any:
     """A frozen numpy copy of the learner (for self-play); no file is written."""
-    from cosmic_curriculum import export, policies
+    from cosmic_curriculum import bots, export
 
     mean, std = export.observation_normalisation(model.policy)
-    return policies.MlpBot(export.policy_layers(model.policy), mean, std, settings.speedup, game)
+    return bots.MlpBot(export.policy_layers(model.policy), mean, std, settings.speedup, game)
 
 
 class _StopFlag:
@@ -665,7 +665,7 @@ def export_bot(
     resumed_from: Path | None,
 ) -> Path:
     """Write ``bots/<exp>.json`` (numpy layers, normalisation, game, provenance)."""
-    from cosmic_curriculum import export, policies
+    from cosmic_curriculum import bots, export
 
     mean, std = export.observation_normalisation(model.policy)
     provenance = {
@@ -681,7 +681,7 @@ def export_bot(
         "action_log_std": export.log_std(model.policy),
         "exported_at": datetime.now(UTC).isoformat(timespec="seconds"),
     }
-    document = policies.mlp_bot_document(
+    document = bots.mlp_bot_document(
         export.policy_layers(model.policy),
         mean,
         std,
@@ -690,7 +690,7 @@ def export_bot(
         provenance,
         partial=partial,
     )
-    policies.save_bot(paths.bot, document)
+    bots.save_bot(paths.bot, document)
     return paths.bot
 
 

@@ -55,11 +55,11 @@ class InitResult:
 def _write_rookie(ws: Path, notes: list[str]) -> bool:
     target = ws / "bots" / "rookie.json"
     try:
-        policies = importlib.import_module("cosmic_curriculum.policies")
+        bots = importlib.import_module("cosmic_curriculum.bots")
     except ModuleNotFoundError:
-        policies = None
-    rookie_document = getattr(policies, "rookie_document", None)
-    save_bot = getattr(policies, "save_bot", None)
+        bots = None
+    rookie_document = getattr(bots, "rookie_document", None)
+    save_bot = getattr(bots, "save_bot", None)
     if rookie_document is not None and save_bot is not None:
         save_bot(target, rookie_document())
         return True

@@ -12,8 +12,16 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from cosmic_curriculum import evaluate, history, ladder, policies
+from cosmic_curriculum import evaluate, history, ladder
 from cosmic_curriculum.arena.settings import GameSettings
+from cosmic_curriculum.bots import (
+    bot_sha256,
+    load_bot,
+    mlp_bot_document,
+    rookie_document,
+    save_bot,
+    simple_bot_document,
+)
 from cosmic_curriculum.cli import app
 from cosmic_curriculum.errors import EvaluationError
 from cosmic_curriculum.gate import GateSettings, decide
@@ -31,7 +39,7 @@ def _mlp_document(seed: int, game: GameSettings) -> dict[str, Any]:
         (rng.normal(0, 0.5, (o, i)), rng.normal(0, 0.1, o), "tanh" if k == 0 else "linear")
         for k, (i, o) in enumerate(itertools.pairwise(sizes))
     ]
-    return policies.mlp_bot_document(
+    return mlp_bot_document(
         layers, None, None, game, decision_ticks=8, provenance={"experiment": "test-mlp"}
     )
 
@@ -44,10 +52,10 @@ def bots(tmp_path: Path) -> dict[str, Path]:
         "inert": tmp_path / "inert.json",
         "mlp": tmp_path / "mlp.json",
     }
-    policies.save_bot(paths["rookie"], policies.rookie_document())
-    policies.save_bot(paths["random"], policies.simple_bot_document("random"))
-    policies.save_bot(paths["inert"], policies.simple_bot_document("inert"))
-    policies.save_bot(paths["mlp"], _mlp_document(0, FAST))
+    save_bot(paths["rookie"], rookie_document())
+    save_bot(paths["random"], simple_bot_document("random"))
+    save_bot(paths["inert"], simple_bot_document("inert"))
+    save_bot(paths["mlp"], _mlp_document(0, FAST))
     return paths
 
 
@@ -74,7 +82,7 @@ def test_record_format_and_history(bots: dict[str, Path], tmp_path: Path) -> Non
     assert len(rec["pairs"]) == 10
     flat = [o for pair in rec["pairs"] for o in pair]
     assert flat.count(1) == rec["wins_a"] and flat.count(-1) == rec["wins_b"]
-    assert rec["candidate_sha256"] == policies.bot_sha256(bots["rookie"])
+    assert rec["candidate_sha256"] == bot_sha256(bots["rookie"])
     assert rec["seed"] == 3 and rec["stage_index"] == 0
     assert "gate" not in rec
     assert progress == [(20, 20)]
@@ -181,16 +189,16 @@ def test_sprt_cap_from_episodes_and_batch_checking(bots: dict[str, Path], tmp_pa
 def test_evaluation_plays_under_the_candidates_game(bots: dict[str, Path], tmp_path: Path) -> None:
     planar = GameSettings(allow_vertical=False, allow_pitch_roll=False, time_limit=5.0)
     path = tmp_path / "planar.json"
-    policies.save_bot(path, _mlp_document(1, planar))
-    assert evaluate.game_for(policies.load_bot(path)) == planar
-    assert evaluate.game_for(policies.load_bot(bots["rookie"])) == GameSettings()
+    save_bot(path, _mlp_document(1, planar))
+    assert evaluate.game_for(load_bot(path)) == planar
+    assert evaluate.game_for(load_bot(bots["rookie"])) == GameSettings()
     rec = evaluate.run_evaluation(
         path, bots["rookie"], history_path=tmp_path / "h.json", episodes=4
     )
     assert rec["game"]["allow_vertical"] is False
     assert rec["game"]["time_limit"] == 5.0
     assert rec["candidate_decision_ticks"] == 8
-    assert rec["reference_decision_ticks"] == policies.load_bot(bots["rookie"]).decision_ticks
+    assert rec["reference_decision_ticks"] == load_bot(bots["rookie"]).decision_ticks
 
 
 def test_batch_seeds_are_distinct_and_stable() -> None:

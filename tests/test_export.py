@@ -10,7 +10,7 @@ import torch
 from stable_baselines3 import PPO
 from torch import nn
 
-from cosmic_curriculum import export, policies
+from cosmic_curriculum import bots, export
 from cosmic_curriculum.arena import OBS_SIZE, GameSettings
 from cosmic_curriculum.arena.vec_env import ArenaVecEnv
 from cosmic_curriculum.errors import TrainerError
@@ -19,7 +19,7 @@ torch.set_num_threads(1)
 
 
 def make_model(activation: type[nn.Module], arch: list[int]) -> PPO:
-    env = ArenaVecEnv(4, GameSettings(), policies.InertBot(), seed=0)
+    env = ArenaVecEnv(4, GameSettings(), bots.InertBot(), seed=0)
     model = PPO(
         "MlpPolicy",
         env,
@@ -40,10 +40,10 @@ def make_model(activation: type[nn.Module], arch: list[int]) -> PPO:
 
 def bot_of(model: PPO) -> Any:
     mean, std = export.observation_normalisation(model.policy)
-    doc = policies.mlp_bot_document(
+    doc = bots.mlp_bot_document(
         export.policy_layers(model.policy), mean, std, GameSettings(), 8, {"experiment": "t"}
     )
-    return policies.bot_from_document(doc)
+    return bots.bot_from_document(doc)
 
 
 @pytest.mark.parametrize(

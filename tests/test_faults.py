@@ -243,7 +243,7 @@ def mlp_document(**changes: Any) -> dict[str, Any]:
     """A valid MLP bot document (43 → 8 → 6), then ``changes`` applied."""
     from cosmic_curriculum.arena import ACT_SIZE, OBS_SIZE
     from cosmic_curriculum.arena.settings import GameSettings
-    from cosmic_curriculum.policies import mlp_bot_document
+    from cosmic_curriculum.bots import mlp_bot_document
 
     rng = np.random.default_rng(0)
     layers = [

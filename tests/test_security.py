@@ -173,8 +173,8 @@ class _Payload:
 
 @pytest.mark.parametrize("suffix", [".json", ".zip", ".pkl"])
 def test_bots_are_json_only_never_unpickled(tmp_path: Path, suffix: str) -> None:
+    from cosmic_curriculum.bots import bot_from_spec, load_bot
     from cosmic_curriculum.errors import BotError
-    from cosmic_curriculum.policies import bot_from_spec, load_bot
 
     marker = tmp_path / "unpickled"
     bot = tmp_path / f"bot{suffix}"

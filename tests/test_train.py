@@ -24,7 +24,7 @@ from fakes.budgets import tiny_training_flags
 from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import BaseCallback
 
-from cosmic_curriculum import policies, train
+from cosmic_curriculum import bots, train
 from cosmic_curriculum.errors import ConfigError
 from cosmic_curriculum.progress import parse_progress_line
 
@@ -164,7 +164,7 @@ def test_tiny_training_writes_every_artifact(
     assert (tmp_path / "logs" / "exp.curve.png").read_bytes().startswith(b"\x89PNG")
 
     doc = json.loads((tmp_path / "bots" / "exp.json").read_text())
-    bot = policies.load_bot(tmp_path / "bots" / "exp.json")
+    bot = bots.load_bot(tmp_path / "bots" / "exp.json")
     assert bot.kind == "mlp" and bot.decision_ticks == 16
     assert doc["partial"] is False
     prov = doc["provenance"]
@@ -215,7 +215,7 @@ def test_opponent_modes_set_the_opponent(tmp_path: Path) -> None:
     assert kinds == {"inert": "inert", "random": "random", "rookie": "scripted"}
 
     bot_path = tmp_path / "bots" / "opp.json"
-    policies.save_bot(bot_path, policies.simple_bot_document("random", decision_ticks=4))
+    bots.save_bot(bot_path, bots.simple_bot_document("random", decision_ticks=4))
     watch = Watch(at_start=lambda cb: env_of(cb).opponent)
     train.train(
         tiny(

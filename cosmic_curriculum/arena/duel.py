@@ -32,9 +32,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from cosmic_curriculum.arena.observations import OBS_SIZE, observe
+from cosmic_curriculum.arena.policy import Policy
 from cosmic_curriculum.arena.rules import ACT_SIZE, ArenaState, new_state, reset_games, step
 from cosmic_curriculum.arena.settings import GameSettings
-from cosmic_curriculum.policies import Bot
 
 
 @dataclass
@@ -61,7 +61,7 @@ class Duel:
         self,
         n_games: int,
         settings: GameSettings,
-        opponent: Bot,
+        opponent: Policy,
         seed: int = 0,
         learner_sides: NDArray[np.int64] | None = None,
     ) -> None:
@@ -98,7 +98,7 @@ class Duel:
         self._last_obs: NDArray[np.float32] | None = observe(self.state, self.settings)
         return self._learner_obs(self._last_obs)
 
-    def set_opponent(self, opponent: Bot) -> None:
+    def set_opponent(self, opponent: Policy) -> None:
         """Swap the opponent; it acts at the next tick (running games continue)."""
         self.opponent = opponent
         opponent.reset(np.ones(self.n, dtype=bool))

@@ -26,9 +26,9 @@ from numpy.typing import NDArray
 
 from cosmic_curriculum.arena.duel import Duel
 from cosmic_curriculum.arena.observations import OBS_SIZE
+from cosmic_curriculum.arena.policy import InertPolicy, Policy
 from cosmic_curriculum.arena.rules import ACT_SIZE
 from cosmic_curriculum.arena.settings import GameSettings
-from cosmic_curriculum.policies import Bot, InertBot
 
 
 class ArenaEnv(gym.Env[NDArray[np.float32], NDArray[np.float32]]):
@@ -37,7 +37,7 @@ class ArenaEnv(gym.Env[NDArray[np.float32], NDArray[np.float32]]):
     def __init__(
         self,
         settings: GameSettings | None = None,
-        opponent: Bot | None = None,
+        opponent: Policy | None = None,
         side: int | Literal["alternate"] = "alternate",
         seed: int = 0,
     ) -> None:
@@ -52,7 +52,7 @@ class ArenaEnv(gym.Env[NDArray[np.float32], NDArray[np.float32]]):
         self.duel = Duel(
             1,
             self.settings,
-            opponent if opponent is not None else InertBot(self.settings.decision_ticks),
+            opponent if opponent is not None else InertPolicy(self.settings.decision_ticks),
             seed,
             learner_sides=np.array([start]),
         )

@@ -15,9 +15,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from cosmic_curriculum.arena.observations import observe
+from cosmic_curriculum.arena.policy import Policy
 from cosmic_curriculum.arena.rules import ACT_SIZE, kickoff_jitter, new_state, step
 from cosmic_curriculum.arena.settings import GameSettings
-from cosmic_curriculum.policies import Bot
 
 
 @dataclass
@@ -82,8 +82,8 @@ class PairResults:
 
 
 def play_pairs(
-    bot_a: Bot,
-    bot_b: Bot,
+    bot_a: Policy,
+    bot_b: Policy,
     n_pairs: int,
     seed: int,
     settings: GameSettings,

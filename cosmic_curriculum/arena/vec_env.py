@@ -40,9 +40,9 @@ from stable_baselines3.common.vec_env.base_vec_env import (
 
 from cosmic_curriculum.arena.duel import Duel
 from cosmic_curriculum.arena.observations import OBS_SIZE
+from cosmic_curriculum.arena.policy import Policy
 from cosmic_curriculum.arena.rules import ACT_SIZE
 from cosmic_curriculum.arena.settings import GameSettings
-from cosmic_curriculum.policies import Bot
 
 
 def observation_space() -> spaces.Box:
@@ -58,7 +58,9 @@ class ArenaVecEnv(VecEnv):
 
     render_mode: str | None = None  # no rendering here (replay pictures are the evaluator's)
 
-    def __init__(self, n_games: int, settings: GameSettings, opponent: Bot, seed: int = 0) -> None:
+    def __init__(
+        self, n_games: int, settings: GameSettings, opponent: Policy, seed: int = 0
+    ) -> None:
         super().__init__(n_games, observation_space(), action_space())
         self.duel = Duel(n_games, settings, opponent, seed)
         self._seed = seed
@@ -70,7 +72,7 @@ class ArenaVecEnv(VecEnv):
         return self.duel.settings
 
     @property
-    def opponent(self) -> Bot:
+    def opponent(self) -> Policy:
         return self.duel.opponent
 
     @property
@@ -78,7 +80,7 @@ class ArenaVecEnv(VecEnv):
         """Per game: 0 when the learner plays blue, 1 when it plays orange."""
         return self.duel.learner_side
 
-    def set_opponent(self, bot: Bot) -> None:
+    def set_opponent(self, bot: Policy) -> None:
         """Play against ``bot`` from the next tick on (running games continue)."""
         self.duel.set_opponent(bot)
 

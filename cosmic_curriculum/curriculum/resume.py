@@ -25,7 +25,7 @@ def validate_bot(run: Run, path: Path, what: str) -> None:
     if not path.is_file():
         raise ConfigError(f"{path}: {what} not found; check reference_bot in stages.toml")
     if uses_default_evaluator(run):
-        from cosmic_curriculum.policies import load_bot
+        from cosmic_curriculum.bots import load_bot
 
         load_bot(path)
         return

@@ -9,7 +9,7 @@ from arena_helpers import FULL, PLANAR
 from cosmic_curriculum.arena.match import play_pairs
 from cosmic_curriculum.arena.rules import ACT_SIZE
 from cosmic_curriculum.arena.settings import GameSettings
-from cosmic_curriculum.policies import InertBot, RandomBot, bot_from_spec
+from cosmic_curriculum.bots import InertBot, RandomBot, bot_from_spec
 
 
 class Rusher:

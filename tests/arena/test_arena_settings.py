@@ -54,7 +54,7 @@ def test_the_game_and_bots_never_import_torch_or_sb3() -> None:
     code = (
         "import sys\n"
         "import cosmic_curriculum.arena, cosmic_curriculum.arena.match\n"
-        "import cosmic_curriculum.arena.gym_env, cosmic_curriculum.policies\n"
+        "import cosmic_curriculum.arena.gym_env, cosmic_curriculum.bots\n"
         "print(sorted(m for m in ('torch', 'stable_baselines3') if m in sys.modules))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -9,7 +9,7 @@ from arena_helpers import PLANAR
 from cosmic_curriculum.arena.duel import Duel
 from cosmic_curriculum.arena.observations import OBS_SIZE
 from cosmic_curriculum.arena.settings import GameSettings
-from cosmic_curriculum.policies import InertBot, RandomBot, bot_from_spec
+from cosmic_curriculum.bots import InertBot, RandomBot, bot_from_spec
 
 torch = pytest.importorskip("torch")
 sb3 = pytest.importorskip("stable_baselines3")

@@ -474,7 +474,7 @@ def test_latest_step_checkpoint(tmp_path: Path) -> None:
 
 
 def test_built_in_evaluator_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """No evaluation_command: bots are validated by policies.load_bot and evaluated in-process."""
+    """No evaluation_command: bots are validated by bots.load_bot and evaluated in-process."""
     repo_bots = Path(__file__).resolve().parents[2] / "bots"
     if not (repo_bots / "rookie.json").is_file():
         pytest.skip("the repository's rookie bot is not there")

@@ -1,91 +1,32 @@
-"""Bots: numpy MLP inference, the scripted rookie, and every way a bot file can be wrong."""
+"""Bot files: round trips, the shipped bots, and every way a file can be wrong."""
 
 from __future__ import annotations
 
 import copy
-import itertools
 import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from bot_helpers import REPO, mlp_doc, write
 
 from cosmic_curriculum.arena.observations import OBS_SIZE
-from cosmic_curriculum.arena.rules import ACT_SIZE
 from cosmic_curriculum.arena.settings import GameSettings
-from cosmic_curriculum.errors import BotError, CurriculumError
-from cosmic_curriculum.policies import (
+from cosmic_curriculum.bots import (
     BOT_FORMAT,
-    Bot,
     InertBot,
     MlpBot,
     RandomBot,
     ScriptedBot,
     bot_from_document,
-    bot_from_spec,
     bot_sha256,
     load_bot,
-    mlp_bot_document,
     rookie_document,
     save_bot,
     simple_bot_document,
 )
-
-REPO = Path(__file__).resolve().parent.parent
-
-
-def random_layers(rng: np.random.Generator, sizes=(OBS_SIZE, 16, 8, ACT_SIZE)):
-    acts = ["tanh", "relu", "linear"]
-    return [
-        (rng.normal(size=(o, i)), rng.normal(size=o), acts[k])
-        for k, (i, o) in enumerate(itertools.pairwise(sizes))
-    ]
-
-
-def mlp_doc(rng: np.random.Generator | None = None, **kw: Any) -> dict[str, Any]:
-    rng = rng or np.random.default_rng(0)
-    args: dict[str, Any] = {
-        "layers": random_layers(rng),
-        "obs_mean": rng.normal(size=OBS_SIZE),
-        "obs_std": rng.uniform(0.5, 2.0, size=OBS_SIZE),
-        "game": GameSettings(allow_vertical=False).model_dump(),
-        "decision_ticks": 8,
-        "provenance": {"experiment": "unit", "timesteps": 123, "git_commit": None},
-    }
-    args.update(kw)
-    return mlp_bot_document(**args)
-
-
-def write(tmp_path: Path, doc: Any, name: str = "bot.json") -> Path:
-    path = tmp_path / name
-    path.write_text(doc if isinstance(doc, str) else json.dumps(doc))
-    return path
-
-
-def test_mlp_inference_matches_a_hand_computation() -> None:
-    rng = np.random.default_rng(1)
-    layers = random_layers(rng)
-    mean, std = rng.normal(size=OBS_SIZE), rng.uniform(0.5, 2.0, size=OBS_SIZE)
-    bot = MlpBot(layers, mean, std, decision_ticks=4)
-    obs = rng.normal(size=(50, OBS_SIZE)).astype(np.float32) * 30.0
-    x = np.clip((obs - mean) / std, -10.0, 10.0)
-    x = np.tanh(x @ layers[0][0].T + layers[0][1])
-    x = np.maximum(x @ layers[1][0].T + layers[1][1], 0.0)
-    x = np.clip(x @ layers[2][0].T + layers[2][1], -1.0, 1.0)
-    out = bot.act(obs, np.random.default_rng())
-    assert out.shape == (50, ACT_SIZE) and out.dtype == np.float32
-    np.testing.assert_allclose(out, x, rtol=1e-4, atol=1e-5)
-    assert isinstance(bot, Bot)
-
-
-def test_mlp_without_normalisation_uses_raw_observations() -> None:
-    rng = np.random.default_rng(2)
-    layers = random_layers(rng, sizes=(OBS_SIZE, ACT_SIZE))
-    layers[0] = (layers[0][0], layers[0][1], "linear")
-    obs = rng.normal(size=(3, OBS_SIZE)).astype(np.float32)
-    out = MlpBot(layers).act(obs, rng)
-    np.testing.assert_allclose(out, np.clip(obs @ layers[0][0].T + layers[0][1], -1, 1), atol=1e-5)
+from cosmic_curriculum.errors import BotError, CurriculumError
 
 
 def test_round_trip_through_a_file(tmp_path: Path) -> None:
@@ -111,42 +52,6 @@ def test_shipped_bots_load_and_rookie_json_equals_the_document() -> None:
     assert isinstance(load_bot(REPO / "bots" / "rookie.json"), ScriptedBot)
     assert isinstance(load_bot(REPO / "bots" / "inert.json"), InertBot)
     assert isinstance(load_bot(REPO / "bots" / "random.json"), RandomBot)
-
-
-def test_simple_bots() -> None:
-    obs = np.zeros((5, OBS_SIZE), dtype=np.float32)
-    assert np.all(InertBot().act(obs, np.random.default_rng()) == 0.0)
-    a = RandomBot().act(obs, np.random.default_rng(0))
-    b = RandomBot().act(obs, np.random.default_rng(0))
-    np.testing.assert_array_equal(a, b)
-    assert a.shape == (5, ACT_SIZE) and np.all(np.abs(a) <= 1.0) and a.std() > 0.3
-    assert bot_from_document(simple_bot_document("random", decision_ticks=3)).decision_ticks == 3
-
-
-def test_bot_from_spec(tmp_path: Path) -> None:
-    assert bot_from_spec("inert").kind == "inert"
-    assert bot_from_spec("random", decision_ticks=4).decision_ticks == 4
-    assert bot_from_spec("rookie").kind == "scripted"
-    path = write(tmp_path, mlp_doc())
-    assert bot_from_spec(f"bot:{path}").kind == "mlp"
-    with pytest.raises(BotError, match="not one of inert, random, rookie"):
-        bot_from_spec("self-play")
-
-
-def test_scripted_bot_reset_forgets_only_masked_games() -> None:
-    bot = bot_from_spec("rookie")
-    assert isinstance(bot, ScriptedBot)
-    rng = np.random.default_rng(0)
-    obs = np.zeros((4, OBS_SIZE), dtype=np.float32)
-    obs[:, 6] = 1.0  # facing +x
-    obs[:, 9 + 2] = 1.0  # level
-    bot.act(obs, rng)
-    bot.reset(np.array([True, False, False, False]))
-    assert bot._fresh.tolist() == [True, False, False, False]
-    out = bot.act(obs, rng)
-    assert out.shape == (4, ACT_SIZE) and np.all(np.abs(out) <= 1.0)
-    bot.reset(np.ones(7, dtype=bool))  # another batch size: start over
-    assert bot.act(np.tile(obs[:1], (7, 1)), rng).shape == (7, ACT_SIZE)
 
 
 # --- malformed files: each gives one BotError line naming the file and the fault ----------
@@ -328,3 +233,22 @@ def test_partial_flag_and_provenance_are_kept(tmp_path: Path) -> None:
     save_bot(path, doc)
     data = json.loads(path.read_text())
     assert data["partial"] is True and data["provenance"]["checkpoint_sha256"] == "ab"
+
+
+def test_the_fault_reported_first_when_a_file_has_several() -> None:
+    # a foreign JSON file is named by its header, not by the keys it lacks
+    with pytest.raises(BotError, match=r"format is 'x', .*\(not a bot file\?\)"):
+        bot_from_document({"format": "x", "zzz": 1})
+    doc = mlp_doc()
+    del doc["game"], doc["action_size"]
+    doc["zz"] = doc["aa"] = 1
+    with pytest.raises(BotError, match=r": unknown key\(s\) aa, zz for kind 'mlp'$"):
+        bot_from_document(doc)
+    del doc["zz"], doc["aa"]
+    doc["decision_ticks"] = 0
+    with pytest.raises(BotError, match=r": missing key 'action_size'$"):
+        bot_from_document(doc)
+    doc = mlp_doc()
+    del doc["network"]["layers"][1]["bias"]
+    with pytest.raises(BotError, match=r": missing key 'network.layers\[1\].bias'$"):
+        bot_from_document(doc)

@@ -1,0 +1,54 @@
+"""Bots: players of the arena and the JSON files that hold them (docs/BOT_FORMAT.md).
+
+A bot is an ``arena.policy.Policy`` (re-exported here as ``Bot``) that also records the
+``game`` it was made for. Modules: ``mlp`` (numpy inference of exported weights),
+``scripted`` (the rookie), ``simple`` (inert and random), ``schema`` (the file format as
+pydantic models), ``format`` (build, load, save and hash bot files) and ``specs`` (an
+opponent named on the command line). Never imports torch; the arena never imports this
+package.
+"""
+
+from cosmic_curriculum.arena.policy import Policy as Bot
+from cosmic_curriculum.bots.format import (
+    bot_from_document,
+    bot_sha256,
+    load_bot,
+    mlp_bot_document,
+    rookie_document,
+    save_bot,
+    simple_bot_document,
+)
+from cosmic_curriculum.bots.mlp import ACTIVATIONS, Layer, MlpBot
+from cosmic_curriculum.bots.schema import BOT_FORMAT, BOT_VERSION, KINDS
+from cosmic_curriculum.bots.scripted import (
+    ROOKIE_DECISION_TICKS,
+    ROOKIE_PARAMS,
+    ScriptedBot,
+    ScriptedParams,
+)
+from cosmic_curriculum.bots.simple import InertBot, RandomBot
+from cosmic_curriculum.bots.specs import bot_from_spec
+
+__all__ = [
+    "ACTIVATIONS",
+    "BOT_FORMAT",
+    "BOT_VERSION",
+    "KINDS",
+    "ROOKIE_DECISION_TICKS",
+    "ROOKIE_PARAMS",
+    "Bot",
+    "InertBot",
+    "Layer",
+    "MlpBot",
+    "RandomBot",
+    "ScriptedBot",
+    "ScriptedParams",
+    "bot_from_document",
+    "bot_from_spec",
+    "bot_sha256",
+    "load_bot",
+    "mlp_bot_document",
+    "rookie_document",
+    "save_bot",
+    "simple_bot_document",
+]
