@@ -103,13 +103,14 @@ class JSONValueError(ValueError):
     """JSON we refuse: too deep, a number too long or not finite, or a syntax error."""
 
 
-def loads(text: str) -> Any:
+def loads(text: str, keep_overflow: bool = False) -> Any:
     """``json.loads`` that refuses what would crash or poison a caller later.
 
     Numbers must be finite (no NaN, Infinity, or 1e400 overflowing to inf) and at most
     :data:`MAX_NUMBER_CHARS` characters; nesting deeper than the interpreter's recursion
     limit is refused instead of raising RecursionError. Raises :class:`JSONValueError`
-    with one line that says where.
+    with one line that says where. ``keep_overflow`` lets a float that overflows through
+    as infinity, for a caller whose own validation names the field (bot files).
     """
 
     def number(token: str, convert: Any) -> Any:
@@ -117,12 +118,12 @@ def loads(text: str) -> Any:
         if len(token) > MAX_NUMBER_CHARS:
             raise JSONValueError(f"number {shown} has {len(token)} characters", token)
         value = convert(token)
-        if value in (float("inf"), float("-inf")):
+        if value in (float("inf"), float("-inf")) and not keep_overflow:
             raise JSONValueError(f"number {shown} is too large (not finite)", token)
         return value
 
     def constant(token: str) -> Any:
-        raise JSONValueError(f"non-finite number {token} (JSON has no NaN or Infinity)", token)
+        raise JSONValueError(f"{token}, which is not a finite number", token)
 
     try:
         return json.loads(

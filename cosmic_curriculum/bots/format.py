@@ -7,7 +7,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -139,22 +138,10 @@ def load_bot(path: str | Path) -> Bot:
     except UnicodeDecodeError:
         raise BotError(f"{path}: not a bot file (not UTF-8 text)") from None
     try:
-        doc = json.loads(text, parse_constant=_reject_constant)
-    except json.JSONDecodeError as exc:
-        raise BotError(
-            f"{path}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
-        ) from None
-    except _NotFinite as exc:
-        raise BotError(f"{path}: contains {exc}, which is not a finite number") from None
+        doc = fsio.loads(text, keep_overflow=True)  # the schema names the overflowing field
+    except fsio.JSONValueError as exc:
+        raise BotError(f"{path}: not valid JSON ({exc})") from None
     return bot_from_document(doc, str(path))
-
-
-class _NotFinite(Exception):
-    """``NaN``, ``Infinity`` or ``-Infinity`` in the JSON text (Python would accept them)."""
-
-
-def _reject_constant(name: str) -> float:
-    raise _NotFinite(name)
 
 
 def save_bot(path: str | Path, document: dict[str, Any]) -> None:

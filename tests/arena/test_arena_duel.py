@@ -10,7 +10,7 @@ from arena_helpers import PLANAR
 from cosmic_curriculum.arena.duel import DecisionResult, Duel
 from cosmic_curriculum.arena.observations import OBS_SIZE, TIME_LEFT
 from cosmic_curriculum.arena.settings import GameSettings
-from cosmic_curriculum.policies import InertBot, RandomBot
+from cosmic_curriculum.bots import InertBot, RandomBot
 
 # 100 physics ticks a game, 16 per decision: a timeout falls inside the 7th decision.
 SHORT = PLANAR.model_copy(update={"time_limit": 100 / 60, "decision_ticks": 16})

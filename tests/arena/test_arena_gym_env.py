@@ -14,7 +14,7 @@ from cosmic_curriculum.arena.gym_env import ArenaEnv
 from cosmic_curriculum.arena.observations import OBS_SIZE, TIME_LEFT
 from cosmic_curriculum.arena.rules import ACT_SIZE
 from cosmic_curriculum.arena.settings import GameSettings
-from cosmic_curriculum.policies import RandomBot
+from cosmic_curriculum.bots import RandomBot
 
 # 2-second games of 8-tick decisions: a timeout after exactly 15 steps.
 SHORT = PLANAR.model_copy(update={"time_limit": 2.0, "decision_ticks": 8})
