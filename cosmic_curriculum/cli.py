@@ -47,7 +47,7 @@ def guarded(fn: Callable[[], T]) -> T:
 # (run/status: orchestrator; train: trainer; evaluate/replay: evaluator; gate/ladder: gate)
 
 
-# --- train (trainer: cosmic_curriculum/train.py) ----------------------------------------
+# --- train (trainer: cosmic_curriculum/train/) ------------------------------------------
 # Section-local imports (light ones only; the trainer module is imported inside the command).
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
