@@ -12,15 +12,13 @@ Uses matplotlib's object API with the Agg canvas: no pyplot global state, no dis
 from __future__ import annotations
 
 import io
-import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from cosmic_curriculum.fsio import atomic_write_bytes
+from cosmic_curriculum.layout import STAGE_NUMBER_RE
 from cosmic_curriculum.progress import parse_progress_line
-
-_STAGE_RE = re.compile(r"-s(\d+)-")
 
 
 def read_progress(log: Path) -> list[dict[str, Any]]:
@@ -80,7 +78,7 @@ def plot_experiment(rows: Sequence[dict[str, Any]], out_png: Path, title: str = 
 
 
 def _stage_key(log: Path) -> tuple[int, float, str]:
-    match = _STAGE_RE.search(log.stem + "-")
+    match = STAGE_NUMBER_RE.search(log.stem + "-")
     stage = int(match.group(1)) if match else 1_000_000
     return stage, log.stat().st_mtime, log.name
 

@@ -1,4 +1,4 @@
-"""Turn a trained SB3 PPO policy into the JSON layers of an ``mlp`` bot (no pickle, no torch).
+"""Turn a trained SB3 PPO policy into the JSON layers of an ``mlp`` bot (plain numbers, no pickle).
 
 The deterministic action of SB3's ``ActorCriticPolicy`` on a flat Box observation is
 ``clip(action_net(policy_net(normalise(obs))), -1, 1)``: the features extractor only
@@ -8,7 +8,8 @@ Gaussian mean. That chain is exactly the bot format's layer list with a final li
 clipped to [-1, 1], so the exported numpy bot reproduces the torch policy's deterministic
 actions (tested to 1e-5).
 
-Only ``train.py`` and the tests import this module: it imports torch.
+The bot file it feeds needs neither pickle nor torch to load, but this module itself
+imports torch and stable-baselines3: only the trainer and the tests import it.
 """
 
 from __future__ import annotations

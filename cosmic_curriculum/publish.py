@@ -14,15 +14,7 @@ import sys
 from pathlib import Path
 
 from cosmic_curriculum.errors import CurriculumError
-
-
-def experiment_paths(experiment: str) -> list[Path]:
-    """The workspace-relative paths an experiment publishes."""
-    return [
-        Path("bots") / f"{experiment}.json",
-        Path("logs") / f"{experiment}.log",
-        Path("logs") / f"{experiment}.curve.png",
-    ]
+from cosmic_curriculum.layout import published_paths
 
 
 def publish(workspace: Path, experiment: str, push_timeout: float = 30.0) -> tuple[bool, bool]:
@@ -31,7 +23,7 @@ def publish(workspace: Path, experiment: str, push_timeout: float = 30.0) -> tup
 
     committed = vcs.commit_paths(
         workspace,
-        experiment_paths(experiment),
+        published_paths(experiment),
         f"Train {experiment}: bot, log and learning curve",
     )
     ok, message = vcs.push(workspace, timeout=push_timeout)
