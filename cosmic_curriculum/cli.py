@@ -237,7 +237,7 @@ def run_command(
             sys.stdout.write(result.message + "\n")
             return
         from cosmic_curriculum.curriculum import RunOptions, run_curriculum
-        from cosmic_curriculum.report import ConsoleReporter
+        from cosmic_curriculum.reporter import ConsoleReporter
 
         run_curriculum(
             RunOptions(
@@ -360,7 +360,7 @@ def evaluate_command(
         from cosmic_curriculum.errors import ConfigError
         from cosmic_curriculum.evaluate import run_evaluation
         from cosmic_curriculum.gate import GateSettings
-        from cosmic_curriculum.report import evaluation_table
+        from cosmic_curriculum.tables import evaluation_table
 
         rule = _gate_rule_option(gate)
         settings = None
@@ -453,7 +453,7 @@ def gate_simulate_command(
         from cosmic_curriculum import fsio
         from cosmic_curriculum.errors import ConfigError
         from cosmic_curriculum.gate import GateSettings, SimSpec, simulate_table, spec_label
-        from cosmic_curriculum.report import gate_simulation_table
+        from cosmic_curriculum.tables import gate_simulation_table
 
         try:
             rates = [float(x) for x in draws.split(",") if x.strip()]
@@ -525,7 +525,7 @@ def ladder_command(
         from rich.console import Console
 
         from cosmic_curriculum.ladder import run_ladder
-        from cosmic_curriculum.report import ladder_table
+        from cosmic_curriculum.tables import ladder_table
 
         doc = run_ladder(bots_dir, pairs=pairs, out_dir=out_dir, seed=seed, game_from=game_from)
         console = Console()

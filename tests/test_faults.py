@@ -44,7 +44,7 @@ from cosmic_curriculum.errors import (
     StateError,
     TrainerError,
 )
-from cosmic_curriculum.report import Reporter
+from cosmic_curriculum.reporter import Reporter
 
 REPO_BOTS = Path(__file__).resolve().parent.parent / "bots"
 EXPS = ["curric-s1-score", "curric-s2-defend", "curric-s3-no_draws"]

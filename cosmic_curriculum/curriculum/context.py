@@ -18,7 +18,7 @@ from cosmic_curriculum.errors import StateError
 from cosmic_curriculum.launchers import Launcher
 from cosmic_curriculum.launchers.local import LocalLauncher
 from cosmic_curriculum.layout import Layout
-from cosmic_curriculum.report import Reporter
+from cosmic_curriculum.reporter import Reporter
 from cosmic_curriculum.state import Attempt, CurriculumState, WorkspaceLock, save_state
 
 REASON_HINT = '--reason "..."'

@@ -29,7 +29,7 @@ from cosmic_curriculum.errors import (
     StateError,
 )
 from cosmic_curriculum.launchers import TrainerRecord
-from cosmic_curriculum.report import Reporter
+from cosmic_curriculum.reporter import Reporter
 from cosmic_curriculum.state import CurriculumState, WorkspaceLock, save_state, utc_now
 
 HANDLED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)

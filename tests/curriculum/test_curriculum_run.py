@@ -32,7 +32,7 @@ from cosmic_curriculum.errors import (
 )
 from cosmic_curriculum.gate import margin_fails
 from cosmic_curriculum.layout import experiment_name, latest_step_checkpoint
-from cosmic_curriculum.report import Reporter
+from cosmic_curriculum.reporter import Reporter
 from cosmic_curriculum.state import WorkspaceLock
 
 
@@ -653,7 +653,7 @@ def test_console_reporter_survives_a_vanished_terminal(tmp_path: Path) -> None:
     """After `tmux kill-session` writes fail; the reporter must not stop the run's cleanup."""
     from rich.console import Console
 
-    from cosmic_curriculum.report import ConsoleReporter
+    from cosmic_curriculum.reporter import ConsoleReporter
     from cosmic_curriculum.state import Attempt, LogEntry
 
     handle = open(tmp_path / "tty", "w")  # noqa: SIM115

@@ -148,7 +148,7 @@ def run_in_process(path: Path, reporter: Any = None, **options: Any) -> Any:
     default ``reporter`` ignores every event.
     """
     from cosmic_curriculum.curriculum import RunOptions, run_curriculum
-    from cosmic_curriculum.report import Reporter
+    from cosmic_curriculum.reporter import Reporter
 
     options.setdefault("push", False)
     options.setdefault("grace_seconds", 2.0)

@@ -1,0 +1,168 @@
+"""How a run tells what it does: the :class:`Reporter` events and the CLI's console view.
+
+The curriculum never prints: it reports through a Reporter (tests record the events).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import Any
+
+from cosmic_curriculum.state import Attempt, CurriculumState, LogEntry
+
+
+class Reporter:
+    """Events of a run. The default implementation ignores them all."""
+
+    def info(self, message: str) -> None: ...
+
+    def warning(self, message: str) -> None: ...
+
+    def attempt_started(self, attempt: Attempt, argv: list[str], log_path: Path) -> None: ...
+
+    def training_progress(self, attempt: Attempt, progress: dict[str, Any]) -> None: ...
+
+    def training_finished(self, attempt: Attempt) -> None: ...
+
+    def evaluation_started(self, attempt: Attempt, reference: str) -> None: ...
+
+    def evaluation_progress(self, attempt: Attempt, progress: dict[str, Any]) -> None: ...
+
+    def attempt_decided(self, entry: LogEntry) -> None: ...
+
+    def finished(self, state: CurriculumState) -> None: ...
+
+
+class ConsoleReporter(Reporter):
+    """The CLI's view of a run: a Rich progress bar per attempt and one-line summaries.
+
+    Every write is guarded: after `tmux kill-session` the terminal is gone and a write
+    would raise, which must not stop the curriculum from saving its state.
+    """
+
+    def __init__(self, console: Any = None) -> None:
+        from rich.console import Console
+
+        self.console = console or Console(highlight=False)
+        self._progress: Any = None
+        self._task: Any = None
+
+    def _print(self, *objects: Any, **kw: Any) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            self.console.print(*objects, **kw)
+
+    def info(self, message: str) -> None:
+        self._print(message, markup=False)
+
+    def warning(self, message: str) -> None:
+        self._print(f"[yellow]warning:[/yellow] {_escape(message)}")
+
+    def attempt_started(self, attempt: Any, argv: list[str], log_path: Path) -> None:
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
+        )
+
+        resume = argv[argv.index("--resume") + 1] if "--resume" in argv else "fresh"
+        self._print(
+            f"[bold]{_escape(attempt.experiment)}[/bold]: training "
+            f"(resume: {_escape(resume)}"
+            f", log: {_escape(str(log_path))})"
+        )
+        self._stop_progress()
+        try:
+            self._progress = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("{task.fields[rate]}"),
+                TimeRemainingColumn(),
+                TextColumn("{task.fields[reward]}"),
+                console=self.console,
+                transient=False,
+            )
+            self._progress.start()
+            self._task = self._progress.add_task(
+                attempt.experiment, total=attempt.timesteps or None, rate="", reward=""
+            )
+        except (OSError, ValueError):
+            self._progress = None
+
+    def training_progress(self, attempt: Any, progress: dict[str, Any]) -> None:
+        if self._progress is None:
+            return
+        fps = progress.get("fps")
+        reward = progress.get("reward")
+        try:
+            self._progress.update(
+                self._task,
+                completed=progress["timesteps"],
+                total=progress.get("total") or None,
+                rate=f"{fps:,.0f} steps/s" if fps is not None else "",
+                reward=f"reward {reward:+.3f}" if reward is not None else "",
+            )
+        except (OSError, ValueError):
+            self._progress = None
+
+    def _stop_progress(self) -> None:
+        if self._progress is not None:
+            with contextlib.suppress(OSError, ValueError):
+                self._progress.stop()
+            self._progress = None
+
+    def training_finished(self, attempt: Any) -> None:
+        self._stop_progress()
+
+    def evaluation_started(self, attempt: Any, reference: str) -> None:
+        self._stop_progress()
+        self._print(f"{_escape(attempt.experiment)}: evaluating against {_escape(reference)}")
+
+    def evaluation_progress(self, attempt: Any, progress: dict[str, Any]) -> None:
+        # Built-in evaluator: {"episodes": played, "planned": planned} after each batch.
+        if self._progress is None:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+            try:
+                self._progress = Progress(
+                    TextColumn(f"{attempt.experiment} episodes"),
+                    BarColumn(),
+                    MofNCompleteColumn(),
+                    console=self.console,
+                    transient=True,
+                )
+                self._progress.start()
+                self._task = self._progress.add_task("eval", total=progress.get("planned"))
+            except (OSError, ValueError):
+                self._progress = None
+                return
+        with contextlib.suppress(OSError, ValueError):
+            self._progress.update(
+                self._task, completed=progress.get("episodes", 0), total=progress.get("planned")
+            )
+
+    def attempt_decided(self, entry: LogEntry) -> None:
+        self._stop_progress()
+        mark = "[green]pass[/green]" if entry.decision == "pass" else "[red]fail[/red]"
+        detail = entry.summary or ""
+        if entry.override:
+            detail = f"override {entry.override}" + (f": {entry.reason}" if entry.reason else "")
+        self._print(f"{_escape(entry.experiment)}: {mark} — {_escape(detail)}")
+
+    def finished(self, state: Any) -> None:
+        self._stop_progress()
+        if state.status == "done":
+            self._print("[bold green]curriculum done:[/bold green] every stage passed")
+
+
+def _escape(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)
+
+
+# --------------------------------------------------------------------------------------
+# result tables of `evaluate`, `ladder` and `gate simulate` (Rich is imported when drawn)

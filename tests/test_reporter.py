@@ -1,0 +1,61 @@
+"""The reporters: the base one ignores events, the console one says each in a line."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from rich.console import Console
+from test_report import FAILED, PASSED, S1, S2
+
+from cosmic_curriculum.reporter import ConsoleReporter, Reporter
+from cosmic_curriculum.state import Attempt, CurriculumState
+
+
+def test_the_base_reporter_ignores_every_event() -> None:
+    reporter = Reporter()
+    flight = Attempt(stage_index=0, attempt=0, experiment=S1)
+    assert reporter.info("x") is None and reporter.warning("x") is None
+    reporter.attempt_started(flight, [S1], Path("log"))
+    reporter.training_progress(flight, {"timesteps": 1, "total": 2})
+    reporter.training_finished(flight)
+    reporter.evaluation_started(flight, "bots/rookie.json")
+    reporter.evaluation_progress(flight, {"episodes": 2, "planned": 4})
+    reporter.attempt_decided(PASSED)
+    reporter.finished(CurriculumState())
+
+
+def run_all_events(reporter: ConsoleReporter) -> None:
+    flight = Attempt(stage_index=0, attempt=0, experiment=S1, timesteps=400)
+    reporter.info("plain [bold]not markup[/bold]")
+    reporter.warning("disk [red]almost[/red] full")
+    reporter.attempt_started(flight, [S1, "--resume", "checkpoints/x.zip"], Path("logs/a.log"))
+    reporter.training_progress(flight, {"timesteps": 200, "total": 400, "fps": 1000.0})
+    reporter.training_finished(flight)
+    reporter.evaluation_started(flight, "bots/rookie.json")
+    reporter.evaluation_progress(flight, {"episodes": 2, "planned": 4})
+    reporter.attempt_decided(FAILED)
+    reporter.attempt_decided(
+        PASSED.model_copy(update={"override": "skip_to_next_stage", "reason": "ok"})
+    )
+    reporter.finished(CurriculumState(status="done"))
+
+
+def test_the_console_reporter_says_what_happens_in_one_line_each() -> None:
+    out = io.StringIO()
+    run_all_events(ConsoleReporter(Console(file=out, width=200, color_system=None)))
+    text = out.getvalue()
+    assert "plain [bold]not markup[/bold]" in text  # info is printed literally
+    assert "warning: disk [red]almost[/red] full" in text
+    assert f"{S1}: training (resume: checkpoints/x.zip, log: logs/a.log)" in text
+    assert f"{S1}: evaluating against bots/rookie.json" in text
+    assert f"{S2}: fail — 2-12-6 / 20, gap +0.50" in text
+    assert f"{S1}: pass — override skip_to_next_stage: ok" in text
+    assert "curriculum done: every stage passed" in text
+
+
+def test_the_console_reporter_survives_a_closed_terminal() -> None:
+    out = io.StringIO()
+    reporter = ConsoleReporter(Console(file=out, width=80, color_system=None))
+    out.close()  # like the pane of a killed tmux session: every write raises
+    run_all_events(reporter)  # must not raise
