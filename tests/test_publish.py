@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from gitutil import git, init_repo
 
-from cosmic_curriculum.publish import experiment_paths, main, publish
+from cosmic_curriculum.layout import published_paths
+from cosmic_curriculum.publish import main, publish
 
 EXP = "curric-s1-score"
 OURS = [f"bots/{EXP}.json", f"logs/{EXP}.curve.png", f"logs/{EXP}.log"]
@@ -39,8 +40,8 @@ def ws(tmp_path: Path) -> Path:
     return init_repo(tmp_path / "ws")
 
 
-def test_experiment_paths_are_the_bot_the_log_and_the_curve() -> None:
-    assert experiment_paths("e1") == [
+def test_published_paths_are_the_bot_the_log_and_the_curve() -> None:
+    assert published_paths("e1") == [
         Path("bots/e1.json"),
         Path("logs/e1.log"),
         Path("logs/e1.curve.png"),

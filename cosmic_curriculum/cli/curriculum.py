@@ -1,0 +1,164 @@
+"""`run`, `status` and `init` (the work: :mod:`cosmic_curriculum.curriculum`, report, workspace)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from cosmic_curriculum.cli.app import OneLineUsageCommand, app, guarded
+
+
+@app.command("run", cls=OneLineUsageCommand)
+def run_command(
+    timesteps: Annotated[
+        int | None,
+        typer.Option(
+            min=1, help="Timesteps per attempt [default: stages.toml [defaults], 20,000,000]."
+        ),
+    ] = None,
+    n_parallel: Annotated[
+        int | None,
+        typer.Option(min=1, help="Parallel games for the trainer [default: stages.toml, 14]."),
+    ] = None,
+    speedup: Annotated[
+        int | None,
+        typer.Option(min=1, help="Physics ticks per decision [default: stages.toml, 16]."),
+    ] = None,
+    seed_checkpoint: Annotated[
+        Path | None, typer.Option(help="Checkpoint that stage 1's first attempt resumes from.")
+    ] = None,
+    force_retry: Annotated[
+        bool, typer.Option("--force-retry", help="Blocked stage: run one more attempt.")
+    ] = False,
+    skip_to_next_stage: Annotated[
+        bool,
+        typer.Option(
+            "--skip-to-next-stage", help="Blocked stage: accept its last attempt and move on."
+        ),
+    ] = False,
+    reason: Annotated[str | None, typer.Option(help="Why (recorded with the override).")] = None,
+    config: Annotated[
+        Path | None, typer.Option(help="Curriculum file [default: WORKSPACE/stages.toml].")
+    ] = None,
+    workspace: Annotated[Path, typer.Option(help="Workspace directory.")] = Path("."),
+    no_push: Annotated[bool, typer.Option("--no-push", help="Commit, but never push.")] = False,
+    detach: Annotated[
+        bool,
+        typer.Option("--detach", help="Run in a detached tmux session named after the workspace."),
+    ] = False,
+    accept_config_change: Annotated[
+        bool,
+        typer.Option(
+            "--accept-config-change",
+            help="Keep the results of finished stages whose definition changed in stages.toml.",
+        ),
+    ] = False,
+    attempt_timeout: Annotated[
+        float | None,
+        typer.Option(
+            min=1, help="Stop a training attempt after this many seconds (an attempt error)."
+        ),
+    ] = None,
+) -> None:
+    """Run the curriculum, or resume it exactly where it stopped."""
+
+    def go() -> None:
+        if detach:
+            from cosmic_curriculum.workspace import start_detached
+
+            argv = [sys.executable, "-m", "cosmic_curriculum", "run"]
+            argv += ["--workspace", str(workspace.resolve())]
+            for flag, value in (
+                ("--timesteps", timesteps),
+                ("--n-parallel", n_parallel),
+                ("--speedup", speedup),
+                ("--seed-checkpoint", seed_checkpoint and seed_checkpoint.resolve()),
+                ("--reason", reason),
+                ("--config", config and config.resolve()),
+                ("--attempt-timeout", attempt_timeout),
+            ):
+                if value is not None:
+                    argv += [flag, str(value)]
+            for flag, on in (
+                ("--force-retry", force_retry),
+                ("--skip-to-next-stage", skip_to_next_stage),
+                ("--no-push", no_push),
+                ("--accept-config-change", accept_config_change),
+            ):
+                if on:
+                    argv.append(flag)
+            result = start_detached(workspace, argv)
+            sys.stdout.write(result.message + "\n")
+            return
+        from cosmic_curriculum.curriculum import RunOptions, run_curriculum
+        from cosmic_curriculum.reporter import ConsoleReporter
+
+        run_curriculum(
+            RunOptions(
+                workspace=workspace,
+                config_path=config,
+                timesteps=timesteps,
+                n_parallel=n_parallel,
+                speedup=speedup,
+                seed_checkpoint=seed_checkpoint,
+                force_retry=force_retry,
+                skip_to_next_stage=skip_to_next_stage,
+                reason=reason,
+                push=not no_push,
+                accept_config_change=accept_config_change,
+                attempt_timeout=attempt_timeout,
+            ),
+            ConsoleReporter(),
+        )
+
+    guarded(go)
+
+
+@app.command("status", cls=OneLineUsageCommand)
+def status_command(
+    workspace: Annotated[Path, typer.Option(help="Workspace directory.")] = Path("."),
+    config: Annotated[
+        Path | None, typer.Option(help="Curriculum file [default: WORKSPACE/stages.toml].")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
+) -> None:
+    """Show stages, attempts, evaluations, decisions and what to run next."""
+
+    def go() -> None:
+        from cosmic_curriculum.report import render_status, status_data
+
+        data = status_data(workspace, config)
+        if as_json:
+            import json
+
+            sys.stdout.write(json.dumps(data, indent=2) + "\n")
+            return
+        from rich.console import Console
+
+        Console(highlight=False).print(render_status(data))
+
+    guarded(go)
+
+
+@app.command("init", cls=OneLineUsageCommand)
+def init_command(
+    workspace: Annotated[Path, typer.Argument(help="Directory to create (empty or new).")],
+    preset: Annotated[str, typer.Option(help="Curriculum preset: default or quick.")] = "default",
+) -> None:
+    """Create a fresh workspace: stages.toml, rookie bot, training script, state, git."""
+
+    def go() -> None:
+        from cosmic_curriculum.workspace import init_workspace
+
+        result = init_workspace(workspace, preset)
+        verb = "updated" if result.already else "created"
+        made = ", ".join(result.created) or "nothing new"
+        sys.stdout.write(f"{verb} workspace {result.workspace}: {made}\n")
+        for note in result.notes:
+            sys.stdout.write(f"note: {note}\n")
+        sys.stdout.write(f"next: cd {result.workspace} && cosmic-curriculum run --detach\n")
+
+    guarded(go)

@@ -1,0 +1,132 @@
+"""`evaluate`, `replay` and `ladder`: bots against bots (the work: evaluate.py, ladder.py)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from cosmic_curriculum.cli.app import app, guarded
+
+
+def gate_rule_option(rule: str | None, option: str = "--gate") -> str | None:
+    from cosmic_curriculum.errors import ConfigError
+
+    if rule is not None and rule not in ("margin", "sprt"):
+        raise ConfigError(f"{option} {rule!r}: choose margin or sprt (see docs/GATES.md)")
+    return rule
+
+
+@app.command("evaluate")
+def evaluate_command(
+    candidate: Annotated[Path, typer.Argument(help="Candidate bot JSON (counted as wins_a).")],
+    reference: Annotated[Path, typer.Argument(help="Reference bot JSON (counted as wins_b).")],
+    episodes: Annotated[
+        int | None,
+        typer.Option(
+            "--episodes",
+            "-n",
+            help="Episodes (even: seat-swapped pairs). Default 100; with --gate sprt the cap "
+            "(default 400).",
+        ),
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Seed; the same seed gives the same record.")] = 0,
+    history_path: Annotated[
+        Path, typer.Option("--history", help="Evaluation history to append to.")
+    ] = Path("eval_history.json"),
+    gate: Annotated[
+        str | None,
+        typer.Option("--gate", help="Also judge the result: margin (fixed episodes) or sprt."),
+    ] = None,
+    batch_pairs: Annotated[
+        int | None, typer.Option(help="Pairs per vectorised batch under --gate sprt (default 5).")
+    ] = None,
+) -> None:
+    """Play CANDIDATE against REFERENCE in seat-swapped pairs and append one record."""
+
+    def run() -> None:
+        from rich.console import Console
+        from rich.progress import Progress
+
+        from cosmic_curriculum.errors import ConfigError
+        from cosmic_curriculum.evaluate import run_evaluation
+        from cosmic_curriculum.gate import GateSettings
+        from cosmic_curriculum.tables import evaluation_table
+
+        rule = gate_rule_option(gate)
+        settings = None
+        if rule is not None:
+            if batch_pairs is not None and batch_pairs < 1:
+                raise ConfigError(f"--batch-pairs {batch_pairs}: must be >= 1")
+            extra = {} if batch_pairs is None else {"batch_pairs": batch_pairs}
+            settings = GateSettings(rule=rule, **extra)
+        # A transient bar on stderr, only on a terminal (logs get the summary alone).
+        err = Console(stderr=True)
+        with Progress(console=err, transient=True, disable=not err.is_terminal) as bar:
+            task = bar.add_task("evaluating", total=None)
+            record = run_evaluation(
+                candidate,
+                reference,
+                history_path=history_path,
+                episodes=episodes,
+                gate=settings,
+                seed=seed,
+                on_progress=lambda done, total: bar.update(task, completed=done, total=total),
+            )
+        console = Console()
+        console.print(evaluation_table(record))
+        console.print(record["summary"], highlight=False, soft_wrap=True)
+        console.print(f"record [bold]{record['id']}[/] appended to {history_path}")
+
+    guarded(run)
+
+
+@app.command("replay")
+def replay_command(
+    candidate: Annotated[Path, typer.Argument(help="Bot JSON that plays blue.")],
+    reference: Annotated[Path, typer.Argument(help="Bot JSON that plays orange.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Picture to write: .png or .gif.")],
+    seed: Annotated[int, typer.Option(help="Seed of the kickoff and the bots' noise.")] = 0,
+) -> None:
+    """Play one match and draw it (top-down and side view of ships and orb)."""
+
+    def run() -> None:
+        from cosmic_curriculum.evaluate import render_replay
+
+        info = render_replay(candidate, reference, out, seed=seed)
+        outcome = {1: "candidate won", -1: "reference won", 0: "draw"}[info["outcome"]]
+        sys.stdout.write(f"{outcome} after {info['seconds']:.1f} s; wrote {info['out']}\n")
+
+    guarded(run)
+
+
+@app.command("ladder")
+def ladder_command(
+    bots_dir: Annotated[Path, typer.Option(help="Directory of bot JSON files.")] = Path("bots"),
+    pairs: Annotated[int, typer.Option(help="Seat-swapped pairs per match.")] = 20,
+    out_dir: Annotated[Path, typer.Option(help="Where ladder.json/.md/.png go.")] = Path("logs"),
+    seed: Annotated[int, typer.Option(help="Seed; the same seed gives the same ladder.")] = 0,
+    game_from: Annotated[
+        Path | None,
+        typer.Option(help="Play under this bot's recorded game settings (default: the defaults)."),
+    ] = None,
+) -> None:
+    """Round robin among all bots: Elo ratings with 95% error bars, table and PNG."""
+
+    def run() -> None:
+        from rich.console import Console
+
+        from cosmic_curriculum.ladder import run_ladder
+        from cosmic_curriculum.tables import ladder_table
+
+        doc = run_ladder(bots_dir, pairs=pairs, out_dir=out_dir, seed=seed, game_from=game_from)
+        console = Console()
+        console.print(ladder_table(doc, pairs))
+        for skipped in doc["skipped"]:
+            console.print(f"skipped: {skipped['reason']}", highlight=False)
+        files = doc["files"]
+        console.print(f"wrote {files['table']}, {files['png']}, {files['json']}")
+
+    guarded(run)

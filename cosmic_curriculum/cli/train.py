@@ -1,0 +1,91 @@
+"""`cosmic-curriculum train`: its options are built from TrainSettings, so each trainer
+default and help text is written once (in :mod:`cosmic_curriculum.train.settings`)."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Annotated, Any, Literal, get_origin
+
+import typer
+
+from cosmic_curriculum.cli.app import OneLineUsageCommand, app, guarded
+from cosmic_curriculum.train.settings import TrainSettings
+
+# The train command's options in --help order. Each one's type, default and help text come
+# from the TrainSettings field of the same name, so every trainer default exists once.
+# TrainSettings' other fields (net_arch, activation, gae_lambda, clip_range,
+# progress_interval) are for tests and benchmarks.
+TRAIN_OPTIONS: tuple[str, ...] = (
+    "timesteps",
+    "n_parallel",
+    "speedup",
+    "resume",
+    "reset_std",
+    "ent_coef",
+    "opponent_mode",
+    "opponent_bot",
+    "attack_goal_bias",
+    "orb_approach_bias",
+    "allow_vertical",
+    "allow_pitch_roll",
+    "draw_penalty",
+    "seed",
+    "device",
+    "torch_threads",
+    "checkpoint_every",
+    "keep_checkpoints",
+    "learning_rate",
+    "rollout_size",
+    "batch_size",
+    "n_epochs",
+    "gamma",
+    "init_std",
+    "selfplay_snapshot_every",
+    "selfplay_window",
+    "selfplay_swap_every",
+    "selfplay_play_latest",
+    "selfplay_rookie_share",
+    "workspace",
+)
+
+
+def _settings_parameter(name: str, argument: bool = False) -> inspect.Parameter:
+    """The command parameter of one TrainSettings field: its type, default and help."""
+    field = TrainSettings.model_fields[name]
+    kind: Any = field.annotation
+    if get_origin(kind) is Literal:
+        # Choices stay plain strings: TrainSettings checks them, so a bad choice is the
+        # same one-line error as any other bad value (and --help shows <str>).
+        kind = str
+    info = (
+        typer.Argument(help=field.description) if argument else typer.Option(help=field.description)
+    )
+    default = inspect.Parameter.empty if field.is_required() else field.default
+    return inspect.Parameter(
+        name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=Annotated[kind, info]
+    )
+
+
+def train_command(**options: Any) -> None:
+    """Train a bot with PPO on the embedded arena and export bots/EXPERIMENT.json."""
+
+    def run() -> int:
+        from cosmic_curriculum.train import settings_from_options, train
+
+        return train(settings_from_options(**options)).exit_code
+
+    code = guarded(run)
+    if code:
+        raise typer.Exit(code)
+
+
+# Typer reads a command's parameters from its signature, and inspect.signature() takes
+# __signature__ when a function has one (set through __dict__: typeshed does not declare
+# that attribute on functions).
+train_command.__dict__["__signature__"] = inspect.Signature(
+    [
+        _settings_parameter("experiment", argument=True),
+        *(_settings_parameter(name) for name in TRAIN_OPTIONS),
+    ]
+)
+app.command("train", cls=OneLineUsageCommand)(train_command)
