@@ -38,14 +38,34 @@ import json
 import re
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+)
 
 from cosmic_curriculum import DATA_DIR
 from cosmic_curriculum.errors import ConfigError
 
 STAGE_NAME_RE = re.compile(r"^[a-z0-9_-]+$")
+BOM = "\ufeff"
+
+
+def _no_nul(value: str) -> str:
+    # Arguments and paths reach execve/open, which cut a string at NUL: refuse it here,
+    # before any training, rather than fail at launch on every rerun.
+    if "\0" in value:
+        raise ValueError("contains a NUL character (\\0); remove it")
+    return value
+
+
+# A string that becomes a command-line argument or a path.
+Arg = Annotated[str, AfterValidator(_no_nul)]
 PRESETS = ("default", "quick")
 
 
@@ -100,9 +120,9 @@ class StageConfig(_Strict):
     """One stage: its name, the trainer flags that make it, and optional overrides."""
 
     name: str
-    flags: list[str] = Field(default_factory=list)
+    flags: list[Arg] = Field(default_factory=list)
     timesteps: int | None = Field(None, gt=0)
-    reference_bot: str | None = None
+    reference_bot: Arg | None = None
     gate: dict[str, Any] | None = None
 
     @field_validator("name")
@@ -129,14 +149,14 @@ class CurriculumConfig(_Strict):
     max_retries: int = Field(2, ge=0)
     eval_episodes: int = Field(100, ge=2)
     regression_margin: float = Field(0.15, gt=0.0, lt=1.0)
-    standing_args: list[str] = Field(
+    standing_args: list[Arg] = Field(
         default_factory=lambda: ["--reset-std", "0.3", "--ent-coef", "0.001"]
     )
-    reference_bot: str = "bots/rookie.json"
-    training_command: list[str] = Field(
+    reference_bot: Arg = "bots/rookie.json"
+    training_command: list[Arg] = Field(
         default_factory=lambda: ["scripts/run_training.sh"], min_length=1
     )
-    evaluation_command: list[str] | None = Field(None, min_length=1)
+    evaluation_command: list[Arg] | None = Field(None, min_length=1)
     defaults: Defaults = Field(default_factory=Defaults)
     gate: dict[str, Any] = Field(default_factory=dict)
     stages: list[StageConfig] = Field(min_length=1)
@@ -239,6 +259,9 @@ def load_config(path: Path) -> CurriculumConfig:
         ) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read the curriculum file: {exc}") from None
+    # Some editors start UTF-8 files with a byte-order mark, which TOML does not allow;
+    # it carries no meaning, so it is dropped rather than reported as "Invalid statement".
+    text = text.removeprefix(BOM)
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

@@ -156,6 +156,10 @@ class Layout:
     def reviews(self) -> list[Path]:
         return sorted(self.logs.glob("review-*.md"))
 
+    def attempt_tag(self, experiment: str, role: str = "train") -> str:
+        """What marks every process one attempt's training (or evaluation) started."""
+        return f"{self.root}:{experiment}:{role}"
+
     def rel(self, path: Path) -> str:
         """``path`` relative to the workspace when it is inside, else as given."""
         try:

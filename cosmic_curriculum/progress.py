@@ -40,11 +40,22 @@ def parse_progress_line(line: str) -> dict[str, Any] | None:
         payload = loads(line[len(PROGRESS_PREFIX.strip()) :])
     except ValueError:  # not JSON, or JSON we refuse (too deep, huge or non-finite numbers)
         return None
+    try:
+        return check_progress(payload)
+    except ValueError:
+        return None
+
+
+def check_progress(payload: Any) -> dict[str, Any]:
+    """The fields of a progress record; ValueError when it is not one."""
     if not isinstance(payload, dict):
-        return None
+        raise ValueError(f"a progress record is a JSON object, got {type(payload).__name__}")
     steps, total = payload.get("timesteps"), payload.get("total")
-    if not isinstance(steps, int) or not isinstance(total, int) or isinstance(steps, bool):
-        return None
+    if type(steps) is not int or type(total) is not int:
+        raise ValueError(
+            f"a progress record needs whole numbers 'timesteps' and 'total', got "
+            f"{steps!r} and {total!r}"
+        )
     result: dict[str, Any] = {"timesteps": steps, "total": total}
     for key in _OPTIONAL:
         value = payload.get(key)

@@ -13,7 +13,7 @@ import contextlib
 import os
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 DEFAULT_GRACE_SECONDS = 10.0
@@ -65,6 +65,47 @@ def processes_with_open_file(device: int, inode: int) -> list[int]:
                     found.append(int(entry.name))
                     break
     return sorted(found)
+
+
+def tagged_processes(name: str, value: str) -> list[int]:
+    """Our user's live processes whose environment has ``name=value`` (none for "")."""
+    if not value:
+        return []
+    needle = f"{name}={value}".encode()
+    uid, me = os.getuid(), os.getpid()
+    found: list[int] = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit() or int(entry.name) == me:
+            continue
+        try:
+            if entry.stat().st_uid != uid:
+                continue
+            environ = Path(entry.path, "environ").read_bytes()
+        except OSError:
+            continue
+        fields = _read_stat(int(entry.name))
+        if fields is not None and not _is_zombie(fields) and needle in environ.split(b"\0"):
+            found.append(int(entry.name))
+    return found
+
+
+def stop_processes(pids: Sequence[int], grace: float = DEFAULT_GRACE_SECONDS) -> None:
+    """TERM each process, wait up to ``grace`` seconds, then KILL what is left."""
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for pid in pids:
+        if _alive(pid):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def _alive(pid: int) -> bool:
+    fields = _read_stat(pid)
+    return fields is not None and not _is_zombie(fields)
 
 
 def describe_process(pid: int) -> str:

@@ -32,6 +32,7 @@ from cosmic_curriculum.fsio import atomic_write_json, loads, read_json
 from cosmic_curriculum.layout import LOCK_FILE, Layout, check_experiment
 
 SCHEMA_VERSION = 2
+COUNT_KEYS = ("wins_a", "wins_b", "draws", "episodes")
 
 Phase = Literal["training", "trained", "evaluated", "decided", "committed"]
 PHASES: tuple[Phase, ...] = ("training", "trained", "evaluated", "decided", "committed")
@@ -78,6 +79,13 @@ class Attempt(BaseModel):
 
     _experiment = field_validator("experiment")(_safe_experiment)
 
+    @field_validator("last_progress")
+    @classmethod
+    def _a_progress_record(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        from cosmic_curriculum.progress import check_progress
+
+        return None if value is None else check_progress(value)
+
 
 class LogEntry(BaseModel):
     """One decided attempt. Seed keys first; unknown keys are kept as they are."""
@@ -95,8 +103,19 @@ class LogEntry(BaseModel):
     summary: str | None = None
     decided_at: str | None = None
     forced_retry: bool | None = None  # decided by an attempt that --force-retry asked for
+    by: str | None = None  # the user who asked for the override
 
     _experiment = field_validator("experiment")(_safe_experiment)
+
+    @field_validator("eval")
+    @classmethod
+    def _counts_are_counts(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        # `status` computes rates from these: the same check for `run` and `status`.
+        for key in COUNT_KEYS:
+            count = (value or {}).get(key)
+            if key in (value or {}) and (type(count) is not int or count < 0):
+                raise ValueError(f"{key} must be a whole number >= 0, got {count!r}")
+        return value
 
 
 class CurriculumState(BaseModel):
@@ -131,10 +150,20 @@ class CurriculumState(BaseModel):
         return passes[-1] if passes else None
 
     def to_json(self) -> dict[str, Any]:
-        # exclude_none keeps a seed file's shape: seed keys plus only what we filled in.
-        data = self.model_dump(mode="json", exclude_none=True)
-        data["log"] = [e.model_dump(mode="json", exclude_none=True) for e in self.log]
+        data = _dump(self)
+        data["log"] = [_dump(e) for e in self.log]
+        if self.in_flight is not None:
+            data["in_flight"] = _dump(self.in_flight)
         return data
+
+
+def _dump(model: BaseModel) -> dict[str, Any]:
+    """Our fields without the unset ones (None is never written: a seed file keeps its
+    shape), then every key we do not know exactly as it was read, null included."""
+    extra = model.model_extra or {}
+    data = model.model_dump(mode="json", exclude_none=True, exclude=set(extra))
+    data.update(extra)
+    return data
 
 
 def _restore_hint(path: Path) -> str:
@@ -231,6 +260,17 @@ class WorkspaceLock:
         os.pwrite(fd, (json.dumps(info) + "\n").encode(), 0)
         self.fd = fd
         return self
+
+    def is_free(self) -> bool:
+        """Could the lock be taken now? (Takes and drops it; writes nothing.)"""
+        fd = self._open()
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        finally:
+            os.close(fd)  # closing drops a lock this descriptor took
+        return True
 
     def _open(self) -> int:
         """The lock file, refused unless it is a plain file of its own: truncating a

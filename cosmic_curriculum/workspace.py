@@ -14,7 +14,7 @@ import re
 import shlex
 import shutil
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -189,11 +189,15 @@ class DetachResult:
     message: str
 
 
-def start_detached(workspace: Path, argv: Sequence[str]) -> DetachResult:
+def start_detached(
+    workspace: Path, argv: Sequence[str], check: Callable[[], None] | None = None
+) -> DetachResult:
     """Run ``argv`` in a detached tmux session named after ``workspace``.
 
     Output goes to the pane and is appended to `logs/curriculum.log`. If the session
-    already exists nothing is started and the message says how to attach.
+    already exists nothing is started and the message says how to attach. Otherwise
+    ``check`` runs first: what it raises is said here, not in a session that would close
+    before anyone could read it.
     """
     if shutil.which("tmux") is None:
         raise ConfigError(
@@ -209,6 +213,8 @@ def start_detached(workspace: Path, argv: Sequence[str]) -> DetachResult:
             f"the curriculum of {ws} is already running in tmux session {name}; "
             f"attach with `{attach}` (detach again with Ctrl-b d)",
         )
+    if check is not None:
+        check()
     if ws.is_dir():
         # A run outside tmux already holds the workspace: say so here, not in a session
         # that would close before anyone could read its error.

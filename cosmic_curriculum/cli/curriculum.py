@@ -66,53 +66,53 @@ def run_command(
     """Run the curriculum, or resume it exactly where it stopped."""
 
     def go() -> None:
-        if detach:
-            from cosmic_curriculum.workspace import start_detached
+        from cosmic_curriculum.curriculum import RunOptions, check_run, run_curriculum
 
-            argv = [sys.executable, "-m", "cosmic_curriculum", "run"]
-            argv += ["--workspace", str(workspace.resolve())]
-            for flag, value in (
-                ("--timesteps", timesteps),
-                ("--n-parallel", n_parallel),
-                ("--speedup", speedup),
-                ("--seed-checkpoint", seed_checkpoint and seed_checkpoint.resolve()),
-                ("--reason", reason),
-                ("--config", config and config.resolve()),
-                ("--attempt-timeout", attempt_timeout),
-            ):
-                if value is not None:
-                    argv += [flag, str(value)]
-            for flag, on in (
-                ("--force-retry", force_retry),
-                ("--skip-to-next-stage", skip_to_next_stage),
-                ("--no-push", no_push),
-                ("--accept-config-change", accept_config_change),
-            ):
-                if on:
-                    argv.append(flag)
-            result = start_detached(workspace, argv)
-            sys.stdout.write(result.message + "\n")
-            return
-        from cosmic_curriculum.curriculum import RunOptions, run_curriculum
-        from cosmic_curriculum.reporter import ConsoleReporter
-
-        run_curriculum(
-            RunOptions(
-                workspace=workspace,
-                config_path=config,
-                timesteps=timesteps,
-                n_parallel=n_parallel,
-                speedup=speedup,
-                seed_checkpoint=seed_checkpoint,
-                force_retry=force_retry,
-                skip_to_next_stage=skip_to_next_stage,
-                reason=reason,
-                push=not no_push,
-                accept_config_change=accept_config_change,
-                attempt_timeout=attempt_timeout,
-            ),
-            ConsoleReporter(),
+        options = RunOptions(
+            workspace=workspace,
+            config_path=config,
+            timesteps=timesteps,
+            n_parallel=n_parallel,
+            speedup=speedup,
+            seed_checkpoint=seed_checkpoint,
+            force_retry=force_retry,
+            skip_to_next_stage=skip_to_next_stage,
+            reason=reason,
+            push=not no_push,
+            accept_config_change=accept_config_change,
+            attempt_timeout=attempt_timeout,
         )
+        if not detach:
+            from cosmic_curriculum.reporter import ConsoleReporter
+
+            run_curriculum(options, ConsoleReporter())
+            return
+        from cosmic_curriculum.workspace import start_detached
+
+        argv = [sys.executable, "-m", "cosmic_curriculum", "run"]
+        argv += ["--workspace", str(workspace.resolve())]
+        for flag, value in (
+            ("--timesteps", timesteps),
+            ("--n-parallel", n_parallel),
+            ("--speedup", speedup),
+            ("--seed-checkpoint", seed_checkpoint and seed_checkpoint.resolve()),
+            ("--reason", reason),
+            ("--config", config and config.resolve()),
+            ("--attempt-timeout", attempt_timeout),
+        ):
+            if value is not None:
+                argv += [flag, str(value)]
+        for flag, on in (
+            ("--force-retry", force_retry),
+            ("--skip-to-next-stage", skip_to_next_stage),
+            ("--no-push", no_push),
+            ("--accept-config-change", accept_config_change),
+        ):
+            if on:
+                argv.append(flag)
+        # The detached run's errors would only reach logs/curriculum.log: check first.
+        result = start_detached(workspace, argv, check=lambda: check_run(options))
+        sys.stdout.write(result.message + "\n")
 
     guarded(go)
 

@@ -7,6 +7,6 @@
 """
 
 from cosmic_curriculum.curriculum.context import RunOptions
-from cosmic_curriculum.curriculum.loop import InterruptedRun, run_curriculum
+from cosmic_curriculum.curriculum.loop import InterruptedRun, check_run, run_curriculum
 
-__all__ = ["InterruptedRun", "RunOptions", "run_curriculum"]
+__all__ = ["InterruptedRun", "RunOptions", "check_run", "run_curriculum"]

@@ -15,7 +15,7 @@ from cosmic_curriculum import fsio, runner
 from cosmic_curriculum.config import CurriculumConfig
 from cosmic_curriculum.curriculum import transitions
 from cosmic_curriculum.errors import StateError
-from cosmic_curriculum.launchers import Launcher
+from cosmic_curriculum.launchers import Launcher, TrainerRecord
 from cosmic_curriculum.launchers.local import LocalLauncher
 from cosmic_curriculum.layout import Layout
 from cosmic_curriculum.reporter import Reporter
@@ -92,6 +92,12 @@ class Run:
             ) from None
         if pause:
             fsio.fault_point(pause)
+
+    def trainer_record(self) -> TrainerRecord:
+        """The recorded training of the attempt in flight, with the tag that finds it."""
+        flight = self.flight
+        tag = self.paths.attempt_tag(flight.experiment)
+        return TrainerRecord(flight.pgid, flight.pid, flight.pid_start_time, tag)
 
     def lock_fds(self) -> tuple[int, ...]:
         """The lock's descriptor, for the children that must keep the workspace locked."""

@@ -117,7 +117,13 @@ def _external_evaluation(
     # (which is then adopted), instead of evaluating the same bot twice at once. It always
     # runs here: the built-in evaluation is local, and so is its replacement.
     local = LocalLauncher()
-    spec = LaunchSpec(argv=argv, cwd=run.ws, log_path=log_path, pass_fds=run.lock_fds())
+    spec = LaunchSpec(
+        argv=argv,
+        cwd=run.ws,
+        log_path=log_path,
+        pass_fds=run.lock_fds(),
+        tag=run.paths.attempt_tag(experiment, "evaluate"),
+    )
     outcome = watch(
         local,
         local.start(spec),

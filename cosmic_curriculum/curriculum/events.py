@@ -101,6 +101,7 @@ class ForceRetry:
     """``--force-retry``: a blocked stage gets one more attempt."""
 
     reason: str | None
+    by: str  # the user who asked
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,7 @@ class SkipStage:
 
     reason: str | None
     now: str
+    by: str  # the user who asked
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,8 @@ from cosmic_curriculum.curriculum import transitions as t
 from cosmic_curriculum.curriculum.context import Run, RunOptions
 from cosmic_curriculum.curriculum.evaluation import evaluate
 from cosmic_curriculum.curriculum.persist import blocked_message, persist
-from cosmic_curriculum.curriculum.preflight import explain_lock, start
-from cosmic_curriculum.curriculum.resume import initial_resume, reference_for
+from cosmic_curriculum.curriculum.preflight import check_before_detach, explain_lock, start
+from cosmic_curriculum.curriculum.resume import initial_resume, reference_for, set_aside_stale
 from cosmic_curriculum.curriculum.training import train
 from cosmic_curriculum.errors import (
     BlockedError,
@@ -28,7 +28,7 @@ from cosmic_curriculum.errors import (
     LockError,
     StateError,
 )
-from cosmic_curriculum.launchers import TrainerRecord
+from cosmic_curriculum.layout import experiment_name
 from cosmic_curriculum.reporter import Reporter
 from cosmic_curriculum.state import CurriculumState, WorkspaceLock, save_state, utc_now
 
@@ -51,13 +51,7 @@ class _Interrupt(BaseException):
 
 def run_curriculum(options: RunOptions, reporter: Reporter | None = None) -> CurriculumState:
     """Run or resume the curriculum; raises CurriculumError subclasses on every stop but done."""
-    run = Run(options, reporter)
-    if not run.ws.is_dir():
-        raise ConfigError(
-            f"--workspace {run.ws}: no such directory; create one with "
-            f"`cosmic-curriculum init {run.ws}`"
-        )
-    run.config = load_config(run.config_path)
+    run = open_run(options, reporter)
     lock = _lock(run)
     try:
         with _signals_raise():
@@ -79,11 +73,29 @@ def run_curriculum(options: RunOptions, reporter: Reporter | None = None) -> Cur
         lock.release()
 
 
+def open_run(options: RunOptions, reporter: Reporter | None = None) -> Run:
+    """The run's context with its config loaded; the workspace must exist."""
+    run = Run(options, reporter)
+    if not run.ws.is_dir():
+        raise ConfigError(
+            f"--workspace {run.ws}: no such directory; create one with "
+            f"`cosmic-curriculum init {run.ws}`"
+        )
+    run.config = load_config(run.config_path)
+    return run
+
+
+def check_run(options: RunOptions) -> None:
+    """Everything `run` would refuse before training, checked without running it."""
+    check_before_detach(open_run(options))
+
+
 def _loop(run: Run) -> CurriculumState:
     while True:
         step = t.next_step(run.state)
         if step == "begin":
             i, n = run.state.stage_index, run.state.attempt
+            set_aside_stale(run, experiment_name(i, run.config.stages[i].name, n))
             begin = t.BeginAttempt(
                 resume_from=initial_resume(run, i, n),
                 reference=run.rel(reference_for(run, i)),
@@ -158,8 +170,7 @@ def _interrupted(run: Run, signum: int) -> InterruptedRun:
         if flight is not None:
             # watch() already stopped the trainer; make sure, then record it.
             if flight.pgid is not None:
-                record = TrainerRecord(flight.pgid, flight.pid, flight.pid_start_time)
-                run.launcher.attach(record, run.opts.grace_seconds)
+                run.launcher.attach(run.trainer_record(), run.opts.grace_seconds)
             run.apply(t.Interrupted())
             where = f"in phase '{flight.phase}' of {flight.experiment}"
         with contextlib.suppress(OSError):

@@ -8,6 +8,7 @@ a trainer an earlier run recorded → git preflight → stage range, history and
 
 from __future__ import annotations
 
+import getpass
 import os
 import shutil
 from pathlib import Path
@@ -23,10 +24,16 @@ from cosmic_curriculum.curriculum.resume import (
     uses_default_evaluator,
     validate_bot,
 )
-from cosmic_curriculum.errors import BlockedError, ConfigError, CurriculumError
-from cosmic_curriculum.launchers import TrainerRecord
+from cosmic_curriculum.errors import BlockedError, ConfigError, CurriculumError, LockError
+from cosmic_curriculum.launchers.local import start_problem
 from cosmic_curriculum.layout import experiment_name
-from cosmic_curriculum.state import check_nothing_lost, check_stage_range, load_state, utc_now
+from cosmic_curriculum.state import (
+    WorkspaceLock,
+    check_nothing_lost,
+    check_stage_range,
+    load_state,
+    utc_now,
+)
 
 
 def start(run: Run) -> None:
@@ -37,12 +44,12 @@ def start(run: Run) -> None:
     run.state = load_state(run.paths.state)
     loaded = run.state.to_json()
     flight = run.state.in_flight
-    if flight is not None and flight.pgid is not None:
-        record = TrainerRecord(flight.pgid, flight.pid, flight.pid_start_time)
-        if run.launcher.attach(record, run.opts.grace_seconds) == "stopped":
+    # A trainer of an earlier run: recorded, or started but killed before it was recorded.
+    if flight is not None and (flight.pgid is not None or flight.phase == "training"):
+        if run.launcher.attach(run.trainer_record(), run.opts.grace_seconds) == "stopped":
+            group = f" (process group {flight.pgid})" if flight.pgid is not None else ""
             run.reporter.warning(
-                f"stopped the trainer of {flight.experiment} (process group "
-                f"{flight.pgid}) left running by an earlier run"
+                f"stopped the trainer of {flight.experiment}{group} left running by an earlier run"
             )
         run.apply(t.Resumed())
     _preflight_git(run)
@@ -156,7 +163,23 @@ def describe_change(old: dict[str, Any] | None, new: dict[str, Any] | None) -> s
     return ", ".join(parts) if parts else "changed"
 
 
-def _apply_overrides(run: Run) -> None:
+def check_before_detach(run: Run) -> None:
+    """What `run --detach` checks before it says "started": the same checks as `run`,
+    writing nothing, so a bad workspace, config, override or reference bot is reported
+    here and not only in logs/curriculum.log."""
+    if not WorkspaceLock(run.ws).is_free():
+        raise LockError(explain_lock(run, f"{run.ws}: another cosmic-curriculum run holds it"))
+    check_nothing_lost(run.ws)
+    run.state = load_state(run.paths.state)
+    check_stage_range(run.state, len(run.config.stages), run.paths.state)
+    history.load(run.paths.history)
+    _check_config_change(run)
+    _override_flag(run)
+    _preflight_commands(run)
+
+
+def _override_flag(run: Run) -> str | None:
+    """The override asked for, if it applies; a one-line error if it does not."""
     opts, state = run.opts, run.state
     if opts.force_retry and opts.skip_to_next_stage:
         raise ConfigError("--force-retry and --skip-to-next-stage exclude each other; choose one")
@@ -175,23 +198,31 @@ def _apply_overrides(run: Run) -> None:
             )
         if state.status == "blocked":
             raise BlockedError(blocked_message(run))
-        return
+        return None
     if state.status != "blocked":
         raise ConfigError(
             f"{flag} applies only to a blocked curriculum, but {run.rel(run.paths.state)} "
             f"says status '{state.status}' (stage {state.stage_index + 1}); "
             f"run `{run.command()}` without it"
         )
+    return flag
+
+
+def _apply_overrides(run: Run) -> None:
+    flag = _override_flag(run)
+    if flag is None:
+        return
+    state, reason, by = run.state, run.opts.reason, getpass.getuser()
     i = state.stage_index
-    if opts.force_retry:
-        run.apply(t.ForceRetry(opts.reason))
+    if flag == "--force-retry":
+        run.apply(t.ForceRetry(reason, by))
         run.reporter.info(
             f"forced retry of stage {i + 1} {run.config.stages[i].name} as "
             f"{experiment_name(i, run.config.stages[i].name, state.attempt)}"
         )
         return
     exp = t.skipped_experiment(state, run.config)
-    run.record(t.SkipStage(opts.reason, utc_now()))
+    run.record(t.SkipStage(reason, utc_now(), by))
     run.reporter.attempt_decided(run.state.log[-1])
     commit(run, exp, extra=[run.paths.bot(exp), run.paths.log(exp)])
 
@@ -203,7 +234,14 @@ def _preflight_commands(run: Run) -> None:
     _check_executable(run, config.training_command[0], "training_command")
     if config.evaluation_command:
         _check_executable(run, config.evaluation_command[0], "evaluation_command")
-    validate_bot(run, reference_for(run, run.state.stage_index), "reference bot")
+    i = run.state.stage_index
+    reference = reference_for(run, i)
+    if config.stage_reference(i) is None:  # the previous stage's passing bot
+        restore = f"git -C {run.ws} checkout HEAD -- {run.rel(reference)}"
+        what = f"stage {i}'s passing bot (stage {i + 1}'s reference)"
+        validate_bot(run, reference, what, f"restore it with `{restore}`")
+    else:
+        validate_bot(run, reference, "reference bot")
     if uses_default_evaluator(run):
         from cosmic_curriculum.evaluate import plan
 
@@ -229,6 +267,10 @@ def _preflight_commands(run: Run) -> None:
 def _check_executable(run: Run, program: str, key: str) -> None:
     if "/" in program:
         path = Path(program) if Path(program).is_absolute() else run.ws / program
+        if path.is_dir():
+            raise ConfigError(
+                f"{run.config_path}: {key} {program!r} is a directory, not a program; fix {key}"
+            )
         if not path.is_file():
             raise ConfigError(
                 f"{run.config_path}: {key} {program!r} does not exist in {run.ws}; "
@@ -238,7 +280,13 @@ def _check_executable(run: Run, program: str, key: str) -> None:
             raise ConfigError(
                 f"{run.config_path}: {key} {program!r} is not executable; run `chmod +x {path}`"
             )
-    elif shutil.which(program) is None:
-        raise ConfigError(
-            f"{run.config_path}: {key} {program!r} is not on PATH; install it or give its path"
-        )
+    else:
+        found = shutil.which(program)
+        if found is None:
+            raise ConfigError(
+                f"{run.config_path}: {key} {program!r} is not on PATH; install it or give its path"
+            )
+        path = Path(found)
+    problem = start_problem(path)
+    if problem is not None:
+        raise ConfigError(f"{run.config_path}: {key} {program!r} {problem}; fix it, then re-run")

@@ -20,10 +20,12 @@ def uses_default_evaluator(run: Run) -> bool:
     return run.config.evaluation_command is None
 
 
-def validate_bot(run: Run, path: Path, what: str) -> None:
+def validate_bot(
+    run: Run, path: Path, what: str, fix: str = "check reference_bot in stages.toml"
+) -> None:
     """A bot must exist and parse; with the default evaluator it must also load."""
     if not path.is_file():
-        raise ConfigError(f"{path}: {what} not found; check reference_bot in stages.toml")
+        raise ConfigError(f"{path}: {what} not found; {fix}")
     if uses_default_evaluator(run):
         from cosmic_curriculum.bots import load_bot
 
@@ -90,3 +92,20 @@ def initial_resume(run: Run, stage_index: int, attempt: int) -> str | None:
         return None
     prev_pass = run.paths.final_checkpoint(passing_experiment(run, stage_index - 1))
     return run.rel(prev_pass) if prev_pass.is_file() else None
+
+
+def set_aside_stale(run: Run, experiment: str) -> None:
+    """Move checkpoints an earlier curriculum left under a name this attempt is about to
+    use to ``checkpoints/<exp>.stale-<n>/``: never resumed (or taken for finished) by a
+    fresh attempt, never deleted."""
+    directory = run.paths.checkpoint_dir(experiment)
+    if not directory.is_dir() or not any(directory.iterdir()):
+        return
+    n = 1
+    while (target := directory.with_name(f"{experiment}.stale-{n}")).exists():
+        n += 1
+    directory.rename(target)
+    run.reporter.warning(
+        f"{run.rel(directory)} held checkpoints of an earlier curriculum; moved them to "
+        f"{run.rel(target)} so that {experiment} starts fresh"
+    )

@@ -18,6 +18,7 @@ from cosmic_curriculum.curriculum.context import Run
 from cosmic_curriculum.curriculum.resume import validate_bot
 from cosmic_curriculum.errors import CurriculumError, TrainerError
 from cosmic_curriculum.launchers import LaunchSpec, watch
+from cosmic_curriculum.launchers.local import start_problem
 from cosmic_curriculum.state import Attempt, utc_now
 
 
@@ -66,8 +67,21 @@ def train(run: Run) -> None:
     run.record(t.TrainingLaunched(resume=resume, now=utc_now()), pause="launch")
     with open(log_path, "ab") as log:
         log.write(f"# {utc_now()} {shlex.join(argv)}\n".encode())
-    spec = LaunchSpec(argv=argv, cwd=run.ws, log_path=log_path, pass_fds=run.lock_fds())
-    handle = run.launcher.start(spec)
+    spec = LaunchSpec(
+        argv=argv,
+        cwd=run.ws,
+        log_path=log_path,
+        pass_fds=run.lock_fds(),
+        tag=run.paths.attempt_tag(flight.experiment),
+    )
+    try:
+        handle = run.launcher.start(spec)
+    except OSError as exc:
+        if exc.filename not in (argv[0], None):
+            raise  # the log file, not the program: the run's disk/permission error
+        why = start_problem(Path(argv[0])) or exc.strerror or str(exc)
+        run.apply(t.TrainingFailed(f"training command {argv[0]} could not start: it {why}"))
+        attempt_error(run, log_path)
     try:
         # Until watch() owns it, any exception (a signal included) must stop the work.
         fsio.fault_point("launched")

@@ -38,10 +38,12 @@ from cosmic_curriculum.curriculum.events import (
 )
 from cosmic_curriculum.gate import GateSettings, decide
 from cosmic_curriculum.layout import experiment_name
-from cosmic_curriculum.state import Attempt, CurriculumState, LogEntry, Phase
+from cosmic_curriculum.state import COUNT_KEYS, Attempt, CurriculumState, LogEntry, Phase
 
 Step = Literal["begin", "train", "evaluate", "decide", "commit", "blocked", "done"]
-COUNT_KEYS = ("wins_a", "wins_b", "draws", "episodes")
+
+
+NO_REASON = "no reason given"  # an override without --reason is still recorded as one
 
 
 class InvalidTransition(Exception):
@@ -236,6 +238,8 @@ def _decide(state: CurriculumState, config: CurriculumConfig, e: Decide) -> None
         entry.forced_retry = True
         if forced.get("reason"):
             entry.reason = str(forced["reason"])
+        if forced.get("by"):
+            entry.by = str(forced["by"])
     state.log.append(entry)
     state.last_error = None
     flight.decision = entry.decision
@@ -275,7 +279,8 @@ def _force_retry(state: CurriculumState, config: CurriculumConfig, e: ForceRetry
     state.forced_retry = {
         "stage_index": state.stage_index,
         "attempt": state.attempt,
-        "reason": e.reason,
+        "reason": e.reason or NO_REASON,
+        "by": e.by,
     }
 
 
@@ -295,8 +300,9 @@ def _skip_stage(state: CurriculumState, config: CurriculumConfig, e: SkipStage) 
             eval=None,
             decision="pass",
             override="skip_to_next_stage",
-            reason=e.reason,
+            reason=e.reason or NO_REASON,
             decided_at=e.now,
+            by=e.by,
         )
     )
     state.blocked_reason = None

@@ -29,6 +29,9 @@ class LaunchSpec:
     log_path: Path  # the launcher appends the work's stdout and stderr here
     env: Mapping[str, str] = field(default_factory=dict)
     pass_fds: tuple[int, ...] = ()
+    # Names the work and everything it starts (Layout.attempt_tag), so it can be found
+    # again even when no handle was recorded or a descendant left its process group.
+    tag: str = ""
 
 
 @dataclass(frozen=True)
@@ -38,6 +41,7 @@ class TrainerRecord:
     pgid: int | None
     pid: int | None
     start_time: int | None  # the leader's start, to tell it from a reused pid
+    tag: str = ""  # LaunchSpec.tag of the work
 
 
 class Handle(Protocol):

@@ -12,27 +12,32 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Literal
 
 from cosmic_curriculum import runner
 from cosmic_curriculum.launchers import DEFAULT_GRACE_SECONDS, Handle, LaunchSpec, TrainerRecord
 
+TAG_ENV = "COSMIC_CURRICULUM_ATTEMPT"
+
 
 class LocalProcess:
     """A trainer running on this machine as the leader of its own session."""
 
-    def __init__(self, popen: subprocess.Popen[bytes], tailer: runner.LogTailer) -> None:
+    def __init__(self, popen: subprocess.Popen[bytes], tailer: runner.LogTailer, tag: str) -> None:
         self.popen = popen
+        self.tag = tag
         self.pid = popen.pid
         self.pgid = popen.pid  # start_new_session makes the child its group's leader
         self.start_time = runner.process_start_time(popen.pid)
         self.tailer = tailer
 
     def record(self) -> TrainerRecord:
-        return TrainerRecord(self.pgid, self.pid, self.start_time)
+        return TrainerRecord(self.pgid, self.pid, self.start_time, self.tag)
 
 
 def trainer_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -60,12 +65,12 @@ class LocalLauncher:
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                env=trainer_environment(spec.env),
+                env=trainer_environment({**spec.env, TAG_ENV: spec.tag} if spec.tag else spec.env),
                 start_new_session=True,
                 pass_fds=spec.pass_fds,
                 close_fds=True,
             )
-        return LocalProcess(popen, tailer)
+        return LocalProcess(popen, tailer, spec.tag)
 
     def stream(self, handle: Handle) -> list[str]:
         return _own(handle).tailer.read_lines()
@@ -75,14 +80,17 @@ class LocalLauncher:
         code = proc.popen.poll()
         if code is None:
             return None
-        # The leader is gone; workers it left behind in the group must not outlive it.
+        # The leader is gone; workers it left behind in the group, or that left the group
+        # (setsid), must not outlive it.
         if runner.group_members(proc.pgid):
             runner.stop_group(proc.pgid, grace=2.0)
+        runner.stop_processes(runner.tagged_processes(TAG_ENV, proc.tag), grace=2.0)
         return code
 
     def stop(self, handle: Handle, grace: float = DEFAULT_GRACE_SECONDS) -> None:
         proc = _own(handle)
         runner.stop_group(proc.pgid, grace, reap=proc.popen.poll)
+        runner.stop_processes(runner.tagged_processes(TAG_ENV, proc.tag), grace)
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.popen.wait(timeout=1.0)
 
@@ -90,7 +98,46 @@ class LocalLauncher:
         self, record: TrainerRecord, grace: float = DEFAULT_GRACE_SECONDS
     ) -> Literal["stopped", "gone"]:
         stopped = runner.stop_recorded_group(record.pgid, record.pid, record.start_time, grace)
-        return "stopped" if stopped else "gone"
+        # A run killed before it recorded the group, or descendants that left the group:
+        # the tag in their environment still names them.
+        escaped = runner.tagged_processes(TAG_ENV, record.tag)
+        runner.stop_processes(escaped, grace)
+        return "stopped" if stopped or escaped else "gone"
+
+
+def start_problem(program: Path) -> str | None:
+    """Why the kernel would refuse to start ``program`` (a path), or None.
+
+    execve reports a missing script interpreter as "No such file or directory" about the
+    script, and a text file without ``#!`` as "Exec format error": name the real cause.
+    """
+    if program.is_dir():
+        return "is a directory, not a program"
+    if not program.is_file():
+        return "does not exist"
+    if not os.access(program, os.X_OK):
+        return f"is not executable; run `chmod +x {program}`"
+    try:
+        with open(program, "rb") as fh:
+            head = fh.read(256)
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror})"
+    if head.startswith(b"\x7fELF"):
+        return None
+    if not head.startswith(b"#!"):
+        return (
+            "has no '#!' line naming its interpreter (e.g. #!/usr/bin/env bash) and is not a binary"
+        )
+    words = head[2:].split(b"\n", 1)[0].decode("utf-8", "replace").split()
+    if not words:
+        return "has an empty '#!' line; name its interpreter (e.g. #!/usr/bin/env bash)"
+    interpreter = Path(words[0])
+    if not interpreter.is_file() or not os.access(interpreter, os.X_OK):
+        return f"names an interpreter that does not exist or cannot run: '#!{' '.join(words)}'"
+    command = words[1] if interpreter.name == "env" and len(words) > 1 else None
+    if command and not command.startswith("-") and shutil.which(command) is None:
+        return f"needs '{command}' ('#!{' '.join(words)}'), which is not on PATH"
+    return None
 
 
 def _own(handle: Handle) -> LocalProcess:
