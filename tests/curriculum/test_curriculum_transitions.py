@@ -171,14 +171,20 @@ def test_force_retry_then_its_decision_is_marked(config: CurriculumConfig) -> No
     blocked = state_in("committed", status="blocked", attempt=2, blocked_reason="why")
     retry = t.apply(blocked, config, t.ForceRetry("one more", "ann"))
     assert (retry.status, retry.blocked_reason) == ("in_progress", None)
-    assert retry.forced_retry == {"stage_index": 0, "attempt": 2, "reason": "one more", "by": "ann"}
+    assert retry.forced_retry == {"stage_index": 0, "attempt": 2, "reason": "one more"}
+    unexplained = t.apply(blocked, config, t.ForceRetry(None, "ann"))
+    assert unexplained.forced_retry is not None
+    assert (unexplained.forced_retry["reason"], unexplained.forced_retry["by"]) == (
+        t.NO_REASON,
+        "ann",
+    )
     assert t.next_step(retry) == "begin"
     begun = t.apply(retry, config, EVENTS["BeginAttempt"])
     assert begun.in_flight is not None and begun.in_flight.experiment == "curric-s1-score-retry2"
     begun = t.apply(begun, config, t.Trained())
     begun = t.apply(begun, config, t.Evaluated("ev-1"))
     entry = decide(config, begun, PASSING).log[-1]
-    assert (entry.forced_retry, entry.reason, entry.by) == (True, "one more", "ann")
+    assert (entry.forced_retry, entry.reason, entry.by) == (True, "one more", None)
 
 
 def test_skip_accepts_the_last_attempt(config: CurriculumConfig) -> None:
