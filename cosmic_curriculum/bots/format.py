@@ -128,7 +128,7 @@ def load_bot(path: str | Path) -> Bot:
     """Read and validate a bot file; any fault raises ``BotError`` naming file and fault."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = fsio.read_text_file(path)  # a FIFO or a device is refused, never read
     except FileNotFoundError:
         raise BotError(f"{path}: bot file not found") from None
     except IsADirectoryError:
