@@ -10,7 +10,7 @@ and a machine without git need nothing from it.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from contextlib import suppress
 from pathlib import Path
 
@@ -128,28 +128,26 @@ def preflight(workspace: Path) -> str | None:
     return None
 
 
-def check_workspace(workspace: Path) -> str | None:
+def check_workspace(workspace: Path, paths: Iterable[Path] = ()) -> str | None:
     """What must hold before training when progress is committed; call after
     :func:`preflight` said git is usable.
 
-    Raises :class:`GitError` (one line) when a path we commit (the state, the history,
-    ``bots/``, ``logs/`` or a bot, log, curve or review in them) is a symbolic link: git
-    would commit the link, never the file, and every commit would fail. Returns a warning
-    when the workspace lies inside a larger repository that does not ignore it (our
-    commits land there and its hooks run), else None.
+    Raises :class:`GitError` (one line) when the state, the history, ``bots/``, ``logs/``
+    or one of ``paths`` (files about to be committed) is, or lies behind, a symbolic
+    link: git would commit the link, never the file, and every commit would fail. Returns
+    a warning when the workspace lies inside a larger repository that does not ignore it
+    (our commits land there and its hooks run), else None.
     """
     ws = Path(workspace).resolve()
     dirs = locate(ws)
     if dirs is None or _ignores(dirs, ws):
         return None
-    paths = Layout(ws)
-    candidates = [paths.state, paths.history, paths.bots, paths.logs]
-    committed = {paths.bots: ("*.json",), paths.logs: ("*.log", "*.png", "*.md")}
-    for directory, patterns in committed.items():
-        if directory.is_dir() and not directory.is_symlink():
-            candidates += [p for pattern in patterns for p in sorted(directory.glob(pattern))]
-    for path in candidates:
-        link = symlink_in(ws, path)
+    layout = Layout(ws)
+    for path in (layout.state, layout.history, layout.bots, layout.logs, *paths):
+        try:
+            link = symlink_in(ws, Path(os.path.normpath(ws / path)))
+        except ValueError:  # outside the workspace: commit_paths refuses it by name
+            continue
         if link is not None:
             raise symlink_error(link, ws)
     if ws == dirs.root:

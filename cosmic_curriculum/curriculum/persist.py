@@ -9,6 +9,7 @@ retries it), but a run whose last commit failed ends with :class:`UncommittedErr
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 from cosmic_curriculum import fsio, history, vcs
@@ -51,7 +52,7 @@ def commit(run: Run, experiment: str, extra: list[Path] | None = None, quiet: bo
         experiment = run.state.log[-1].experiment if run.state.log else "start"
     message = f"{COMMIT_PREFIX} {experiment}"
     unique = list(dict.fromkeys(p for p in files if p.exists()))
-    check_git(run)
+    check_git(run, unique)
     try:
         committed = vcs.commit_paths(run.ws, unique, message)
     except GitError as exc:
@@ -74,13 +75,13 @@ def commit(run: Run, experiment: str, extra: list[Path] | None = None, quiet: bo
         )
 
 
-def check_git(run: Run) -> None:
+def check_git(run: Run, paths: Iterable[Path] = ()) -> None:
     """Once per run, before its first commit (so before any training): refuse symlinked
     paths we commit and say once that the workspace commits into an enclosing repository
     (:func:`vcs.check_workspace`). Raises GitError."""
     if run.git_checked:
         return
-    warning = vcs.check_workspace(run.ws)
+    warning = vcs.check_workspace(run.ws, paths)
     run.git_checked = True
     if warning is not None:
         run.reporter.warning(warning)
