@@ -112,6 +112,11 @@ def run_git(
             f"stopped it; set {TIMEOUT_ENV} to allow more time",
             timed_out=True,
         ) from None
+    except BaseException:
+        # A signal (the run's Ctrl-C handler raises) must not leave git and its hooks
+        # running in their own session, out of reach of the terminal.
+        kill_group(proc)
+        raise
     result = GitResult(
         proc.returncode,
         out.decode("utf-8", "replace"),

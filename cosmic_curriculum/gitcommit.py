@@ -172,7 +172,10 @@ def _commit(dirs: RepoDirs, entries: list[tuple[str, Path]], message: str) -> st
             run_git(["add", "-f", "--", *whole], dirs.root, env=env)
         for rel, tail in tails.items():
             if tail is not None:
-                blob = run_git(["hash-object", "-w", "--stdin"], dirs.root, stdin=tail)
+                # --path: the same attributes and filters (eol, LFS) as `git add`.
+                blob = run_git(
+                    ["hash-object", "-w", f"--path={rel}", "--stdin"], dirs.root, stdin=tail
+                )
                 info = f"100644,{blob.stdout.strip()},{rel}"
                 run_git(["update-index", "--add", "--cacheinfo", info], dirs.root, env=env)
         fault_point("commit:add")
