@@ -268,3 +268,19 @@ def test_a_workspace_inside_a_users_repo_is_said_once_and_its_hooks_run(
     init_repo(ws)
     assert vcs.check_workspace(ws) is None
     assert os.path.samefile(git(ws, "rev-parse", "--show-toplevel"), ws)
+
+
+def test_a_run_without_git_never_reports_an_uncommitted_result(tmp_path: Path) -> None:
+    """Without a repository nothing is committed by design: no warning, no exit 3 (the
+    skip override commits unconditionally)."""
+    from cosmic_curriculum.curriculum.context import Run, RunOptions
+    from cosmic_curriculum.curriculum.persist import commit, final_error
+    from cosmic_curriculum.state import load_state
+
+    ws = make_workspace(tmp_path / "ws", git_repo=False)
+    rec = Recorder()
+    run = Run(RunOptions(workspace=ws), rec)
+    run.state = load_state(run.paths.state)
+    commit(run, "curric-s1-score")
+    assert rec.warned == [] and run.commit_failure is None
+    assert final_error(run) is None

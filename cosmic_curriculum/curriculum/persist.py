@@ -40,7 +40,10 @@ def persist(run: Run) -> None:
 
 
 def commit(run: Run, experiment: str, extra: list[Path] | None = None, quiet: bool = False) -> None:
-    """Commit our files (state, history, every attempt's bot and log, reviews); push."""
+    """Commit our files (state, history, every attempt's bot and log, reviews); push.
+    Nothing to do when the run goes on without git (its preflight said why, once)."""
+    if not run.use_git:
+        return
     paths = run.paths
     files: list[Path] = [paths.state, paths.history, *(extra or [])]
     for entry in run.state.log:
