@@ -110,7 +110,7 @@ def _rev(root: Path, rev: str) -> str | None:
 
 
 def commit_paths(workspace: Path, paths: Sequence[Path | str], message: str) -> bool:
-    """Commit exactly ``paths`` (those that exist) with ``message``.
+    """Commit exactly ``paths`` (the existing files among them) with ``message``.
 
     Returns False when nothing changed (no empty commits). Other staged or unstaged
     changes in the repository stay exactly as they were, also when the commit fails.
