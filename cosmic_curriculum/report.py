@@ -144,6 +144,12 @@ def status_data(workspace: Path, config_path: Path | None = None) -> dict[str, A
                 in_flight["last_progress"] = live
     if config_error:
         next_step = f"fix the config: {config_error}"
+    elif flight is not None and flight.phase == "decided":
+        # A run stopped between deciding and committing: not finished until committed.
+        next_step = (
+            f"`{RUN}{ws_flag}` to finish {flight.experiment}: its decision "
+            f"({flight.decision}) is saved but its review, curves and commit are pending"
+        )
     elif state.status == "done":
         next_step = "nothing: every stage passed"
     elif state.status == "blocked":
