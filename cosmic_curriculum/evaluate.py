@@ -35,7 +35,7 @@ from cosmic_curriculum.gate import GateDecision, GateSettings, decide
 
 if TYPE_CHECKING:
     from cosmic_curriculum.arena.settings import GameSettings
-    from cosmic_curriculum.bots import Bot
+    from cosmic_curriculum.bots import Bot, BotSource, ExecSpec
 
 DEFAULT_EPISODES = 100
 
@@ -110,8 +110,8 @@ def plan(gate: GateSettings | None, episodes: int | None = None) -> tuple[int, i
 
 
 def run_evaluation(
-    candidate: Path,
-    reference: Path,
+    candidate: Path | str | ExecSpec,
+    reference: Path | str | ExecSpec,
     *,
     history_path: Path,
     episodes: int | None = None,
@@ -127,18 +127,45 @@ def run_evaluation(
     100 or ``gate.episodes``); with ``sprt``, the cap (default ``gate.max_episodes``).
     ``on_progress(episodes_played, episodes_planned)`` is called after every batch.
     ``extra`` is merged into the record (e.g. the curriculum's experiment name).
-    Returns the stored record (with its ``id``).
+    Returns the stored record (with its ``id``). A bot is a file's path or an
+    ``exec:<command>`` program (``bots.as_source``); programs are stopped on return.
     """
+    from cosmic_curriculum import bots
+
+    return bots.stops_bots(_evaluate)(
+        bots.as_source(candidate),
+        bots.as_source(reference),
+        history_path=history_path,
+        episodes=episodes,
+        gate=gate,
+        seed=seed,
+        game=game,
+        on_progress=on_progress,
+        extra=extra,
+    )
+
+
+def _evaluate(
+    candidate: BotSource,
+    reference: BotSource,
+    *,
+    history_path: Path,
+    episodes: int | None,
+    gate: GateSettings | None,
+    seed: int,
+    game: GameSettings | None,
+    on_progress: Callable[[int, int], None] | None,
+    extra: dict[str, Any] | None,
+) -> dict[str, Any]:
     from cosmic_curriculum import bots
     from cosmic_curriculum.arena.match import play_pairs
 
-    candidate, reference = Path(candidate), Path(reference)
     _check_seed(seed)
     max_pairs, per_batch = plan(gate, episodes)
-    bot_a = bots.load_bot(candidate)
-    bot_b = bots.load_bot(reference)
+    bot_a = bots.open_bot(candidate)
+    bot_b = bots.open_bot(reference)
     settings = game if game is not None else game_for(bot_a)
-    sha_a, sha_b = bots.bot_sha256(candidate), bots.bot_sha256(reference)
+    sha_a, sha_b = bots.source_sha256(candidate), bots.source_sha256(reference)
 
     started = time.perf_counter()
     tally = _Tally()
