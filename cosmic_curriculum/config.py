@@ -344,7 +344,10 @@ def _describe(path: Path, text: str, exc: ValidationError) -> str:
     if key == "stages" and err["type"] == "too_short":
         problem = "the curriculum has no stages; add at least one [[stages]] table"
     if loc[-2:] == ("reference_bot", "exec") and err["type"] == "list_type":
-        problem = f'must be an argv list like ["./mybot", "--level", "3"], never a shell string (got {err.get("input")!r})'
+        problem = (
+            'must be an argv list like ["./mybot", "--level", "3"], never a shell string '
+            f"(got {err.get('input')!r})"
+        )
     if loc[-1] == "reference_bot" and err["type"] == "string_type":
         problem = (
             f'expected a bot file\'s path or a program as {{exec = ["./mybot", ...]}} '

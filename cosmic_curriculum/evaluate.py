@@ -30,12 +30,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from cosmic_curriculum import history, stats
+from cosmic_curriculum.bots.external import stops_bots
 from cosmic_curriculum.errors import EvaluationError
 from cosmic_curriculum.gate import GateDecision, GateSettings, decide
 
 if TYPE_CHECKING:
+    from cosmic_curriculum.arena.match import PairResults
     from cosmic_curriculum.arena.settings import GameSettings
-    from cosmic_curriculum.bots import Bot, BotSource, ExecSpec
+    from cosmic_curriculum.bots import Bot, BotSource
+    from cosmic_curriculum.bots.external import ExecSpec
 
 DEFAULT_EPISODES = 100
 
@@ -109,6 +112,7 @@ def plan(gate: GateSettings | None, episodes: int | None = None) -> tuple[int, i
     return cap // 2, min(gate.batch_pairs, cap // 2)
 
 
+@stops_bots
 def run_evaluation(
     candidate: Path | str | ExecSpec,
     reference: Path | str | ExecSpec,
@@ -131,35 +135,9 @@ def run_evaluation(
     ``exec:<command>`` program (``bots.as_source``); programs are stopped on return.
     """
     from cosmic_curriculum import bots
-
-    return bots.stops_bots(_evaluate)(
-        bots.as_source(candidate),
-        bots.as_source(reference),
-        history_path=history_path,
-        episodes=episodes,
-        gate=gate,
-        seed=seed,
-        game=game,
-        on_progress=on_progress,
-        extra=extra,
-    )
-
-
-def _evaluate(
-    candidate: BotSource,
-    reference: BotSource,
-    *,
-    history_path: Path,
-    episodes: int | None,
-    gate: GateSettings | None,
-    seed: int,
-    game: GameSettings | None,
-    on_progress: Callable[[int, int], None] | None,
-    extra: dict[str, Any] | None,
-) -> dict[str, Any]:
-    from cosmic_curriculum import bots
     from cosmic_curriculum.arena.match import play_pairs
 
+    candidate, reference = bots.as_source(candidate), bots.as_source(reference)
     _check_seed(seed)
     max_pairs, per_batch = plan(gate, episodes)
     bot_a = bots.open_bot(candidate)
@@ -257,8 +235,8 @@ _BLUE, _ORANGE, _ORB = "#1f6fd1", "#f07f13", "#7b3fa0"
 
 
 def render_replay(
-    candidate: Path,
-    reference: Path,
+    candidate: Path | str | ExecSpec,
+    reference: Path | str | ExecSpec,
     out: Path,
     *,
     seed: int = 0,
@@ -273,8 +251,8 @@ def render_replay(
     view (+1 won, -1 lost, 0 draw).
     """
     from cosmic_curriculum import bots
-    from cosmic_curriculum.arena.match import play_pairs
 
+    candidate, reference = bots.as_source(candidate), bots.as_source(reference)
     out = Path(out)
     if out.suffix.lower() not in REPLAY_SUFFIXES:
         raise EvaluationError(
@@ -282,10 +260,7 @@ def render_replay(
             "(trajectory strip) or a .gif (animation)"
         )
     _check_seed(seed)
-    bot_a = bots.load_bot(candidate)
-    bot_b = bots.load_bot(reference)
-    settings = game if game is not None else game_for(bot_a)
-    result = play_pairs(bot_a, bot_b, 1, batch_seed(seed, 0), settings, record=True, record_game=0)
+    settings, result = _recorded_game(candidate, reference, seed, game)
     traj = result.trajectory
     if traj is None:  # play_pairs always records when asked; keep mypy and readers honest
         raise EvaluationError("the match did not return a trajectory to draw")
@@ -298,7 +273,7 @@ def render_replay(
     verdict = {1: "candidate won", -1: "reference won", 0: "draw (time limit)"}[traj.outcome]
     seconds = (len(traj.orb_pos) - 1) * traj.tick
     title = (
-        f"{Path(candidate).stem} (blue) vs {Path(reference).stem} (orange): "
+        f"{bots.source_name(candidate)} (blue) vs {bots.source_name(reference)} (orange): "
         f"{verdict} after {seconds:.1f} s (seed {seed})"
     )
     s = settings
@@ -326,8 +301,8 @@ def render_replay(
     fig.suptitle(title, fontsize=11)
 
     paths = (
-        (traj.ship_pos[:, 0], _BLUE, f"blue: {Path(candidate).stem}"),
-        (traj.ship_pos[:, 1], _ORANGE, f"orange: {Path(reference).stem}"),
+        (traj.ship_pos[:, 0], _BLUE, f"blue: {bots.source_name(candidate)}"),
+        (traj.ship_pos[:, 1], _ORANGE, f"orange: {bots.source_name(reference)}"),
         (traj.orb_pos, _ORB, "orb"),
     )
     frames = len(traj.orb_pos)
@@ -382,6 +357,20 @@ def render_replay(
     anim.save(str(out), writer=PillowWriter(fps=fps), dpi=70)
     plt.close(fig)
     return {"out": str(out), "outcome": traj.outcome, "seconds": seconds, "frames": len(ticks)}
+
+
+@stops_bots  # a program bot stops as soon as its game is over
+def _recorded_game(
+    candidate: BotSource, reference: BotSource, seed: int, game: GameSettings | None
+) -> tuple[GameSettings, PairResults]:
+    """Game 0 of pair 0 of batch seed ``(seed, 0)``, recorded, and the game it was played in."""
+    from cosmic_curriculum import bots
+    from cosmic_curriculum.arena.match import play_pairs
+
+    bot_a, bot_b = bots.open_bot(candidate), bots.open_bot(reference)
+    settings = game if game is not None else game_for(bot_a)
+    seed_0 = batch_seed(seed, 0)
+    return settings, play_pairs(bot_a, bot_b, 1, seed_0, settings, record=True, record_game=0)
 
 
 def _legend(ax: Any) -> tuple[list[Any], list[str]]:
