@@ -22,15 +22,14 @@ def clip(value):
 def decide(obs):
     orb = obs[27:30]
     goal = obs[36:39]
-    line = [g - o for g, o in zip(goal, orb)]
+    line = [goal[i] - orb[i] for i in range(3)]
     norm = math.sqrt(sum(v * v for v in line)) or 1.0
     u = [v / norm for v in line]  # unit vector orb -> goal, body frame
-    ahead = sum(o * v for o, v in zip(orb, u))  # > 0: the orb is between us and the goal
-    off = [-o + ahead * v for o, v in zip(orb, u)]  # our offset from the orb-goal line
-    if ahead > 0 and math.sqrt(sum(v * v for v in off)) < ON_LINE:
-        target = [o + BEHIND * v for o, v in zip(orb, u)]  # push through the orb
-    else:
-        target = [o - BEHIND * v for o, v in zip(orb, u)]  # get behind it first
+    ahead = sum(orb[i] * u[i] for i in range(3))  # > 0: the orb is between us and the goal
+    off = [ahead * u[i] - orb[i] for i in range(3)]  # our offset from the orb-goal line
+    on_line = ahead > 0 and math.sqrt(sum(v * v for v in off)) < ON_LINE
+    side = 1.0 if on_line else -1.0  # push through the orb, or get behind it first
+    target = [orb[i] + side * BEHIND * u[i] for i in range(3)]
     bearing = math.atan2(target[1], target[0])
     thrust = 1.0 if abs(bearing) < 0.5 else 0.3
     return [thrust, clip(3 * target[1]), clip(8 * target[2]), clip(3 * bearing), 0.0, 0.0]

@@ -127,6 +127,7 @@ def test_stderr_flood_never_blocks_and_is_bounded(history: Path) -> None:
     assert record["episodes"] == 2 and str(record["candidate"]).startswith("exec:")
 
 
+@pytest.mark.slow
 def test_a_stubborn_program_and_its_children_are_stopped(tmp_path: Path, history: Path) -> None:
     """It ignores EOF and SIGTERM and has a child: the whole group still goes (KILL)."""
     pidfile = tmp_path / "pids"
@@ -173,6 +174,7 @@ def test_specs_parse_like_a_shell_but_never_run_one() -> None:
         bot_from_spec("nonsense")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "argv",
     [
@@ -198,6 +200,7 @@ def test_the_examples_play_through_evaluate(argv: list[str], history: Path) -> N
     assert vs_inert["wins_a"] > vs_inert["wins_b"]  # a real bot: it beats a ship that never moves
 
 
+@pytest.mark.slow
 def test_cli_evaluate_replay_and_ladder_take_exec_bots(tmp_path: Path, history: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     chaser = f"exec:{sys.executable} {EXAMPLES / 'orb_chaser.py'}"

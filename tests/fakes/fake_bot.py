@@ -74,7 +74,7 @@ def main() -> None:
             while True:
                 sys.stdout.write(chunk)
         elif mode == "flood":
-            sys.stderr.write(("x" * 1023 + "\n") * 2048)
+            sys.stderr.write(("x" * 1023 + "\n") * 256)  # 256 KiB: 4 pipe buffers
             sys.stderr.flush()
         send({"actions": actions})
     if mode == "stubborn":
