@@ -12,7 +12,6 @@ program (Python, numpy and the bot package) and its handshake.
 
 from __future__ import annotations
 
-import argparse
 import json
 import platform
 import statistics
@@ -43,15 +42,11 @@ def serve(path: str) -> None:
 
 def main() -> None:
     import numpy as np
-    from bench_eval import random_mlp_document
+    from bench_eval import evaluation_arguments, random_mlp_document
 
     from cosmic_curriculum import bots, evaluate
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--episodes", type=int, default=100)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
+    _, args = evaluation_arguments(__doc__ or "")
 
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
