@@ -130,7 +130,7 @@ def ladder_command(
     ] = None,
     bot: Annotated[
         list[str] | None,
-        typer.Option("--bot", help=f"Also rank this bot ({BOT_HELP}); repeatable."),
+        typer.Option("--bot", metavar="BOT", help=f"Also rank this bot ({BOT_HELP}); repeatable."),
     ] = None,
     bot_timeout: BotTimeout = BOT_TIMEOUT_SECONDS,
 ) -> None:
