@@ -51,12 +51,17 @@ def random_mlp_document(seed: int, hidden: tuple[int, ...] = (64, 64)) -> dict[s
     )
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def evaluation_arguments(doc: str) -> tuple[argparse.ArgumentParser, argparse.Namespace]:
+    """``--episodes``, ``--repeats``, ``--seed``: shared with bench_external_bot.py."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--episodes", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
+    return parser, parser.parse_args()
+
+
+def main() -> None:
+    parser, args = evaluation_arguments(__doc__ or "")
     if args.episodes % 2:
         parser.error("--episodes must be even (seat-swapped pairs)")
     n_pairs = args.episodes // 2

@@ -23,6 +23,7 @@ Example (the shipped default; every key is optional except ``stages``)::
     flags = ["--opponent-mode", "inert"]
     # timesteps = 5_000_000        # per-stage overrides
     # reference_bot = "bots/other.json"
+    # reference_bot = {exec = ["./mybot", "--level", "3"]}   # a program (docs/BOT_FORMAT.md)
     # [stages.gate]
     # rule = "sprt"
 
@@ -44,7 +45,9 @@ from pydantic import (
     AfterValidator,
     BaseModel,
     ConfigDict,
+    Discriminator,
     Field,
+    Tag,
     ValidationError,
     field_validator,
 )
@@ -108,6 +111,48 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
+# An external program bot (bots/external.py, docs/BOT_FORMAT.md): seconds it may take to
+# answer its handshake or one request before the evaluation fails.
+BOT_TIMEOUT_SECONDS = 10.0
+
+
+class ExecReference(_Strict):
+    """``reference_bot = {exec = ["./mybot", "--level", "3"]}``: a program speaking the
+    cosmic-bot protocol, run in the workspace (an argv list, never a shell string)."""
+
+    exec: list[Arg] = Field(min_length=1)
+    timeout: float = Field(BOT_TIMEOUT_SECONDS, gt=0.0)
+
+    @field_validator("exec")
+    @classmethod
+    def _program_named(cls, value: list[str]) -> list[str]:
+        if not value[0].strip():
+            raise ValueError("the program (first element) is empty; name the bot's program")
+        return value
+
+    @field_validator("timeout", mode="before")
+    @classmethod
+    def _timeout_accepts_ints(cls, value: Any) -> Any:
+        return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+    def definition(self) -> dict[str, Any]:
+        """What identifies this reference in the stage definitions (config hash)."""
+        return {"exec": list(self.exec)}
+
+
+def _reference_kind(value: Any) -> str:
+    return "exec" if isinstance(value, dict | ExecReference) else "path"
+
+
+# A reference bot: a bot file's path or an exec table. The tag is a union member's name,
+# dropped from error locations by _describe (the key is `reference_bot`, not `...path`).
+ReferenceBot = Annotated[
+    Annotated[Arg, Tag("path")] | Annotated[ExecReference, Tag("exec")],
+    Discriminator(_reference_kind),
+]
+REFERENCE_TAGS = ("path", "exec")
+
+
 class Defaults(_Strict):
     """Budgets for every stage; the `run` options override them."""
 
@@ -122,7 +167,7 @@ class StageConfig(_Strict):
     name: str
     flags: list[Arg] = Field(default_factory=list)
     timesteps: int | None = Field(None, gt=0)
-    reference_bot: Arg | None = None
+    reference_bot: ReferenceBot | None = None
     gate: dict[str, Any] | None = None
 
     @field_validator("name")
@@ -152,7 +197,7 @@ class CurriculumConfig(_Strict):
     standing_args: list[Arg] = Field(
         default_factory=lambda: ["--reset-std", "0.3", "--ent-coef", "0.001"]
     )
-    reference_bot: Arg = "bots/rookie.json"
+    reference_bot: ReferenceBot = "bots/rookie.json"
     training_command: list[Arg] = Field(
         default_factory=lambda: ["scripts/run_training.sh"], min_length=1
     )
@@ -207,7 +252,7 @@ class CurriculumConfig(_Strict):
             return override
         return self.stages[index].timesteps or self.defaults.timesteps
 
-    def stage_reference(self, index: int) -> str | None:
+    def stage_reference(self, index: int) -> str | ExecReference | None:
         """The reference bot configured for stage ``index`` (None: previous stage's bot)."""
         stage = self.stages[index]
         if stage.reference_bot is not None:
@@ -222,7 +267,7 @@ class CurriculumConfig(_Strict):
                 "flags": list(stage.flags),
                 "standing_args": list(self.standing_args),
                 "timesteps": self.stage_timesteps(i),
-                "reference_bot": self.stage_reference(i),
+                "reference_bot": _reference_definition(self.stage_reference(i)),
                 "gate": self.stage_gate(i).model_dump(),
             }
             for i, stage in enumerate(self.stages)
@@ -233,6 +278,11 @@ class CurriculumConfig(_Strict):
 
     def config_hash(self) -> str:
         return _digest(self.stage_definitions())
+
+
+def _reference_definition(reference: str | ExecReference | None) -> Any:
+    # A path stays a plain string, so existing workspaces keep their config hashes.
+    return reference.definition() if isinstance(reference, ExecReference) else reference
 
 
 def _digest(obj: Any) -> str:
@@ -278,7 +328,7 @@ def load_config(path: Path) -> CurriculumConfig:
 def _describe(path: Path, text: str, exc: ValidationError) -> str:
     """The first validation error as `file:line: key: problem`."""
     err = exc.errors()[0]
-    loc = tuple(err["loc"])
+    loc = _untagged(tuple(err["loc"]))
     key = _dotted(loc)
     line = _locate(text, loc)
     where = f"{path}:{line}" if line else str(path)
@@ -293,7 +343,25 @@ def _describe(path: Path, text: str, exc: ValidationError) -> str:
         problem = f"{msg} (got {value!r})" if scalar else msg
     if key == "stages" and err["type"] == "too_short":
         problem = "the curriculum has no stages; add at least one [[stages]] table"
+    if loc[-2:] == ("reference_bot", "exec") and err["type"] == "list_type":
+        problem = (
+            'must be an argv list like ["./mybot", "--level", "3"], never a shell string '
+            f"(got {err.get('input')!r})"
+        )
+    if loc[-1] == "reference_bot" and err["type"] == "string_type":
+        problem = (
+            f'expected a bot file\'s path or a program as {{exec = ["./mybot", ...]}} '
+            f"(got {err.get('input')!r})"
+        )
     return f"{where}: {key}: {problem}"
+
+
+def _untagged(loc: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``loc`` without the union tag pydantic puts after ``reference_bot``."""
+    for i, part in enumerate(loc[:-1]):
+        if part == "reference_bot" and loc[i + 1] in REFERENCE_TAGS:
+            return loc[: i + 1] + loc[i + 2 :]
+    return loc
 
 
 def _dotted(loc: tuple[Any, ...]) -> str:

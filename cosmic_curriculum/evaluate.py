@@ -33,12 +33,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from cosmic_curriculum import history, stats
+from cosmic_curriculum.bots.external import stops_bots
 from cosmic_curriculum.errors import EvaluationError
 from cosmic_curriculum.gate import GateDecision, GateSettings, decide
 
 if TYPE_CHECKING:
+    from cosmic_curriculum.arena.match import PairResults
     from cosmic_curriculum.arena.settings import GameSettings
-    from cosmic_curriculum.bots import Bot
+    from cosmic_curriculum.bots import Bot, BotSource
+    from cosmic_curriculum.bots.external import ExecSpec
 
 DEFAULT_EPISODES = 100
 # Memory ceiling: a batch of games costs about 4 KB per pair, so no batch plays more than
@@ -144,9 +147,10 @@ def plan(gate: GateSettings | None, episodes: int | None = None) -> tuple[int, i
     return cap // 2, min(gate.batch_pairs, cap // 2, MAX_BATCH_PAIRS)
 
 
+@stops_bots
 def run_evaluation(
-    candidate: Path,
-    reference: Path,
+    candidate: Path | str | ExecSpec,
+    reference: Path | str | ExecSpec,
     *,
     history_path: Path,
     episodes: int | None = None,
@@ -162,18 +166,19 @@ def run_evaluation(
     100 or ``gate.episodes``); with ``sprt``, the cap (default ``gate.max_episodes``).
     ``on_progress(episodes_played, episodes_planned)`` is called after every batch.
     ``extra`` is merged into the record (e.g. the curriculum's experiment name).
-    Returns the stored record (with its ``id``).
+    Returns the stored record (with its ``id``). A bot is a file's path or an
+    ``exec:<command>`` program (``bots.as_source``); programs are stopped on return.
     """
     from cosmic_curriculum import bots
     from cosmic_curriculum.arena.match import play_pairs
 
-    candidate, reference = Path(candidate), Path(reference)
+    candidate, reference = bots.as_source(candidate), bots.as_source(reference)
     _check_seed(seed)
     max_pairs, per_batch = plan(gate, episodes)
-    bot_a = bots.load_bot(candidate)
-    bot_b = bots.load_bot(reference)
+    bot_a = bots.open_bot(candidate)
+    bot_b = bots.open_bot(reference)
     settings = game if game is not None else game_for(bot_a)
-    sha_a, sha_b = bots.bot_sha256(candidate), bots.bot_sha256(reference)
+    sha_a, sha_b = bots.source_sha256(candidate), bots.source_sha256(reference)
 
     started = time.perf_counter()
     tally = _Tally()
@@ -268,9 +273,10 @@ def _ask(gate: GateSettings, tally: _Tally, planned: int) -> GateDecision:
 REPLAY_SUFFIXES = (".png", ".gif")
 
 
+@stops_bots  # a program bot stops as soon as its game is over
 def render_replay(
-    candidate: Path,
-    reference: Path,
+    candidate: Path | str | ExecSpec,
+    reference: Path | str | ExecSpec,
     out: Path,
     *,
     seed: int = 0,
@@ -285,8 +291,8 @@ def render_replay(
     view (+1 won, -1 lost, 0 draw).
     """
     from cosmic_curriculum import bots
-    from cosmic_curriculum.arena.match import play_pairs
 
+    candidate, reference = bots.as_source(candidate), bots.as_source(reference)
     out = Path(out)
     if out.suffix.lower() not in REPLAY_SUFFIXES:
         raise EvaluationError(
@@ -294,10 +300,7 @@ def render_replay(
             "(trajectory strip) or a .gif (animation)"
         )
     _check_seed(seed)
-    bot_a = bots.load_bot(candidate)
-    bot_b = bots.load_bot(reference)
-    settings = game if game is not None else game_for(bot_a)
-    result = play_pairs(bot_a, bot_b, 1, batch_seed(seed, 0), settings, record=True, record_game=0)
+    settings, result = _recorded_game(candidate, reference, seed, game)
     traj = result.trajectory
     if traj is None:  # play_pairs always records when asked; keep mypy and readers honest
         raise EvaluationError("the match did not return a trajectory to draw")
@@ -305,5 +308,24 @@ def render_replay(
     from cosmic_curriculum.replay import draw_replay
 
     return draw_replay(
-        traj, settings, out, Path(candidate).stem, Path(reference).stem, seed, max_gif_frames
+        traj,
+        settings,
+        out,
+        bots.source_name(candidate),
+        bots.source_name(reference),
+        seed,
+        max_gif_frames,
     )
+
+
+def _recorded_game(
+    candidate: BotSource, reference: BotSource, seed: int, game: GameSettings | None
+) -> tuple[GameSettings, PairResults]:
+    """Game 0 of pair 0 of batch seed ``(seed, 0)``, recorded, and the game it was played in."""
+    from cosmic_curriculum import bots
+    from cosmic_curriculum.arena.match import play_pairs
+
+    bot_a, bot_b = bots.open_bot(candidate), bots.open_bot(reference)
+    settings = game if game is not None else game_for(bot_a)
+    seed_0 = batch_seed(seed, 0)
+    return settings, play_pairs(bot_a, bot_b, 1, seed_0, settings, record=True, record_game=0)

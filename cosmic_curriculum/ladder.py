@@ -14,6 +14,7 @@ settings, so every bot faces the same rules.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,6 +23,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from cosmic_curriculum import fsio, stats
+from cosmic_curriculum.bots.external import ExecSpec, stops_bots
 from cosmic_curriculum.errors import BotError, EvaluationError
 from cosmic_curriculum.evaluate import batch_seed, game_for
 
@@ -101,6 +103,7 @@ def discover(bots_dir: Path) -> tuple[list[Path], list[tuple[Path, str]]]:
     return good, skipped
 
 
+@stops_bots
 def run_ladder(
     bots_dir: Path,
     *,
@@ -108,25 +111,32 @@ def run_ladder(
     out_dir: Path,
     seed: int = 0,
     game_from: Path | None = None,
+    players: Sequence[str | Path | ExecSpec] = (),
 ) -> dict[str, Any]:
     """Play the round robin, fit ratings, write ``ladder.json``, ``ladder.md`` and
-    ``ladder.png`` into ``out_dir``; return the JSON document (plus ``files``)."""
+    ``ladder.png`` into ``out_dir``; return the JSON document (plus ``files``).
+    ``players`` join the bots of ``bots_dir``: bot files or ``exec:`` programs (a
+    program that fails stops the ladder; it is never skipped)."""
     from cosmic_curriculum.arena.match import play_pairs
     from cosmic_curriculum.arena.settings import GameSettings
-    from cosmic_curriculum.bots import load_bot
+    from cosmic_curriculum.bots import as_source, load_bot, open_bot, source_name
 
     if pairs < 1:
         raise EvaluationError(f"--pairs {pairs}: need at least 1 seat-swapped pair per match")
     if seed < 0:
         raise EvaluationError(f"--seed {seed}: the seed must be a non-negative integer")
-    paths, skipped = discover(bots_dir)
+    found, skipped = discover(bots_dir)
+    paths = [*found, *(as_source(p) for p in players)]
     if len(paths) < 2:
         raise EvaluationError(
             f"--bots-dir {bots_dir}: a ladder needs at least 2 loadable bot files, found "
             f"{len(paths)}" + (f" ({len(skipped)} unreadable)" if skipped else "")
         )
-    names = [p.stem for p in paths]
-    bots = [load_bot(p) for p in paths]
+    names = [source_name(p) for p in paths]
+    if len(set(names)) < len(names):
+        twice = sorted({n for n in names if names.count(n) > 1})
+        raise EvaluationError(f"two ladder bots are named {twice[0]!r}; rename one of them")
+    bots = [open_bot(p) for p in paths]
     game: GameSettings = GameSettings() if game_from is None else game_for(load_bot(game_from))
     k = len(paths)
     games = np.zeros((k, k))

@@ -3,12 +3,14 @@
 A bot is an ``arena.policy.Policy`` (re-exported here as ``Bot``) that also records the
 ``game`` it was made for. Modules: ``mlp`` (numpy inference of exported weights),
 ``scripted`` (the rookie), ``simple`` (inert and random), ``schema`` (the file format as
-pydantic models), ``format`` (build, load, save and hash bot files) and ``specs`` (an
-opponent named on the command line). Never imports torch; the arena never imports this
+pydantic models), ``format`` (build, load, save and hash bot files), ``specs`` (an
+opponent named on the command line, bot sources) and ``external`` (programs speaking the
+``cosmic-bot/1`` protocol). Never imports torch; the arena never imports this
 package.
 """
 
 from cosmic_curriculum.arena.policy import Policy as Bot
+from cosmic_curriculum.bots.external import ExecSpec, ExternalBot, stops_bots
 from cosmic_curriculum.bots.format import (
     bot_from_document,
     bot_sha256,
@@ -27,7 +29,14 @@ from cosmic_curriculum.bots.scripted import (
     ScriptedParams,
 )
 from cosmic_curriculum.bots.simple import InertBot, RandomBot
-from cosmic_curriculum.bots.specs import bot_from_spec
+from cosmic_curriculum.bots.specs import (
+    BotSource,
+    as_source,
+    bot_from_spec,
+    open_bot,
+    source_name,
+    source_sha256,
+)
 
 __all__ = [
     "ACTIVATIONS",
@@ -37,18 +46,26 @@ __all__ = [
     "ROOKIE_DECISION_TICKS",
     "ROOKIE_PARAMS",
     "Bot",
+    "BotSource",
+    "ExecSpec",
+    "ExternalBot",
     "InertBot",
     "Layer",
     "MlpBot",
     "RandomBot",
     "ScriptedBot",
     "ScriptedParams",
+    "as_source",
     "bot_from_document",
     "bot_from_spec",
     "bot_sha256",
     "load_bot",
     "mlp_bot_document",
+    "open_bot",
     "rookie_document",
     "save_bot",
     "simple_bot_document",
+    "source_name",
+    "source_sha256",
+    "stops_bots",
 ]

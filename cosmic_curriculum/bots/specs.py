@@ -1,16 +1,26 @@
-"""Opponents named on the command line: ``inert``, ``random``, ``rookie``, ``bot:<path>``."""
+"""Opponents named on the command line: ``inert``, ``random``, ``rookie``, ``bot:<path>``,
+``exec:<command>``; and the bot *sources* of evaluate, replay and ladder (a bot file's
+path or an ``exec:`` program)."""
 
 from __future__ import annotations
 
+import hashlib
+from pathlib import Path
+
 from cosmic_curriculum.arena.policy import Policy as Bot
-from cosmic_curriculum.bots.format import bot_from_document, load_bot, rookie_document
+from cosmic_curriculum.bots.external import EXEC_PREFIX, ExecSpec, ExternalBot, parse_exec
+from cosmic_curriculum.bots.format import bot_from_document, bot_sha256, load_bot, rookie_document
 from cosmic_curriculum.bots.simple import InertBot, RandomBot
 from cosmic_curriculum.errors import BotError
 
+# A bot file or an external program.
+BotSource = Path | ExecSpec
+
 
 def bot_from_spec(spec: str, decision_ticks: int = 16) -> Bot:
-    """An opponent from a command-line spec: ``inert``, ``random``, ``rookie`` or
-    ``bot:<path>`` (``decision_ticks`` applies to inert and random)."""
+    """An opponent from a command-line spec: ``inert``, ``random``, ``rookie``,
+    ``bot:<path>`` or ``exec:<command>`` (``decision_ticks`` applies to inert and random;
+    the caller closes an external bot)."""
     if spec == "inert":
         return InertBot(decision_ticks)
     if spec == "random":
@@ -19,6 +29,41 @@ def bot_from_spec(spec: str, decision_ticks: int = 16) -> Bot:
         return bot_from_document(rookie_document(), "rookie")
     if spec.startswith("bot:") and len(spec) > 4:
         return load_bot(spec[4:])
+    if spec.startswith(EXEC_PREFIX):
+        return ExternalBot(parse_exec(spec))
     raise BotError(
-        f"opponent {spec!r} is not one of inert, random, rookie, bot:<path to a bot JSON>"
+        f"opponent {spec!r} is not one of inert, random, rookie, bot:<path to a bot JSON>, "
+        "exec:<command>"
     )
+
+
+def as_source(value: str | Path | ExecSpec, timeout: float | None = None) -> BotSource:
+    """A bot path, or an ``exec:<command>`` string as the program it names."""
+    if isinstance(value, ExecSpec):
+        return value
+    if isinstance(value, str) and value.startswith(EXEC_PREFIX):
+        return parse_exec(value, timeout)
+    return Path(value)
+
+
+def open_bot(source: BotSource) -> Bot:
+    """Load a bot file or start a program (stop it with ``close()`` or ``stops_bots``)."""
+    return ExternalBot(source) if isinstance(source, ExecSpec) else load_bot(source)
+
+
+def source_sha256(source: BotSource) -> str:
+    """A bot file's sha256; for a program, the sha256 of its argv and of the bytes of
+    every argument that names a file (its program, its script, its weights)."""
+    if isinstance(source, Path):
+        return bot_sha256(source)
+    digest = hashlib.sha256("\0".join(source.argv).encode())
+    for arg in source.argv:
+        path = (source.cwd or Path.cwd()) / arg
+        if path.is_file():
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def source_name(source: BotSource) -> str:
+    """A short name for titles and ladders: the file's or the program's stem."""
+    return source.stem if isinstance(source, Path) else source.name

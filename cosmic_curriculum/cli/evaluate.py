@@ -15,11 +15,21 @@ from cosmic_curriculum.cli.app import (
     guarded,
     workspace_lock,
 )
+from cosmic_curriculum.config import BOT_TIMEOUT_SECONDS
 
 LOCK_WAIT_HELP = (
     "Seconds to wait for another process holding the workspace (a `run`, another "
     "`evaluate`) before giving up with an error."
 )
+# exec:<command> bots (bots/external.py): accepted wherever a bot file is.
+BOT_HELP = "a bot JSON, or exec:<command> for a program speaking cosmic-bot/1"
+BotTimeout = Annotated[
+    float,
+    typer.Option(
+        "--bot-timeout",
+        help="Seconds an exec: bot may take to start or to answer one decision.",
+    ),
+]
 
 
 def gate_rule_option(rule: str | None, option: str = "--gate") -> str | None:
@@ -32,8 +42,8 @@ def gate_rule_option(rule: str | None, option: str = "--gate") -> str | None:
 
 @app.command("evaluate")
 def evaluate_command(
-    candidate: Annotated[Path, typer.Argument(help="Candidate bot JSON (counted as wins_a).")],
-    reference: Annotated[Path, typer.Argument(help="Reference bot JSON (counted as wins_b).")],
+    candidate: Annotated[str, typer.Argument(help=f"Candidate: {BOT_HELP} (counted as wins_a).")],
+    reference: Annotated[str, typer.Argument(help=f"Reference: {BOT_HELP} (counted as wins_b).")],
     episodes: Annotated[
         int | None,
         typer.Option(
@@ -55,6 +65,7 @@ def evaluate_command(
         int | None, typer.Option(help="Pairs per vectorised batch under --gate sprt (default 5).")
     ] = None,
     lock_wait: Annotated[float, typer.Option(min=0, help=LOCK_WAIT_HELP)] = LOCK_WAIT_SECONDS,
+    bot_timeout: BotTimeout = BOT_TIMEOUT_SECONDS,
 ) -> None:
     """Play CANDIDATE against REFERENCE in seat-swapped pairs and append one record.
 
@@ -67,6 +78,7 @@ def evaluate_command(
         from rich.progress import Progress
 
         from cosmic_curriculum import fsio, history
+        from cosmic_curriculum.bots import as_source
         from cosmic_curriculum.errors import ConfigError
         from cosmic_curriculum.evaluate import run_evaluation
         from cosmic_curriculum.gate import GateSettings
@@ -89,8 +101,8 @@ def evaluate_command(
             history.load(history_path)  # a history we could not append to: before any game
             task = bar.add_task("evaluating", total=None)
             record = run_evaluation(
-                candidate,
-                reference,
+                as_source(candidate, bot_timeout),
+                as_source(reference, bot_timeout),
                 history_path=history_path,
                 episodes=episodes,
                 gate=settings,
@@ -107,19 +119,22 @@ def evaluate_command(
 
 @app.command("replay")
 def replay_command(
-    candidate: Annotated[Path, typer.Argument(help="Bot JSON that plays blue.")],
-    reference: Annotated[Path, typer.Argument(help="Bot JSON that plays orange.")],
+    candidate: Annotated[str, typer.Argument(help=f"Plays blue: {BOT_HELP}.")],
+    reference: Annotated[str, typer.Argument(help=f"Plays orange: {BOT_HELP}.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Picture to write: .png or .gif.")],
     seed: Annotated[int, typer.Option(help="Seed of the kickoff and the bots' noise.")] = 0,
+    bot_timeout: BotTimeout = BOT_TIMEOUT_SECONDS,
 ) -> None:
     """Play one match and draw it (top-down and side view of ships and orb)."""
 
     def run() -> None:
+        from cosmic_curriculum.bots import as_source
         from cosmic_curriculum.evaluate import render_replay
         from cosmic_curriculum.fsio import check_output_file
 
         check_output_file(out, "--out")
-        info = render_replay(candidate, reference, out, seed=seed)
+        blue, orange = as_source(candidate, bot_timeout), as_source(reference, bot_timeout)
+        info = render_replay(blue, orange, out, seed=seed)
         outcome = {1: "candidate won", -1: "reference won", 0: "draw"}[info["outcome"]]
         sys.stdout.write(f"{outcome} after {info['seconds']:.1f} s; wrote {info['out']}\n")
 
@@ -137,6 +152,11 @@ def ladder_command(
         typer.Option(help="Play under this bot's recorded game settings (default: the defaults)."),
     ] = None,
     lock_wait: Annotated[float, typer.Option(min=0, help=LOCK_WAIT_HELP)] = LOCK_WAIT_SECONDS,
+    bot: Annotated[
+        list[str] | None,
+        typer.Option("--bot", metavar="BOT", help=f"Also rank this bot ({BOT_HELP}); repeatable."),
+    ] = None,
+    bot_timeout: BotTimeout = BOT_TIMEOUT_SECONDS,
 ) -> None:
     """Round robin among all bots: Elo ratings with 95% error bars, table and PNG.
 
@@ -150,6 +170,7 @@ def ladder_command(
 
         from rich.console import Console
 
+        from cosmic_curriculum.bots import as_source
         from cosmic_curriculum.fsio import check_output_dir, check_output_file
         from cosmic_curriculum.ladder import LADDER_FILES, run_ladder
         from cosmic_curriculum.tables import ladder_table
@@ -158,9 +179,17 @@ def ladder_command(
         for name in LADDER_FILES:
             if (out_dir / name).exists():
                 check_output_file(out_dir / name, "--out-dir")
+        players = [as_source(b, bot_timeout) for b in bot or []]
         workspace = enclosing_workspace(out_dir)
         with workspace_lock(workspace, lock_wait) if workspace else contextlib.nullcontext():
-            doc = run_ladder(bots_dir, pairs=pairs, out_dir=out_dir, seed=seed, game_from=game_from)
+            doc = run_ladder(
+                bots_dir,
+                pairs=pairs,
+                out_dir=out_dir,
+                seed=seed,
+                game_from=game_from,
+                players=players,
+            )
         console = Console()
         console.print(ladder_table(doc, pairs))
         for skipped in doc["skipped"]:

@@ -10,17 +10,21 @@ from __future__ import annotations
 import hashlib
 import shlex
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cosmic_curriculum import fsio, history, runner
 from cosmic_curriculum.curriculum import transitions as t
 from cosmic_curriculum.curriculum.context import Run
+from cosmic_curriculum.curriculum.resume import recorded_reference, reference_label
 from cosmic_curriculum.curriculum.training import indent, parse_time, resolve_program
-from cosmic_curriculum.errors import EvaluationError
+from cosmic_curriculum.errors import BotError, EvaluationError
 from cosmic_curriculum.gate import GateSettings
 from cosmic_curriculum.launchers import LaunchSpec, watch
 from cosmic_curriculum.launchers.local import LocalLauncher
 from cosmic_curriculum.state import Attempt, utc_now
+
+if TYPE_CHECKING:
+    from cosmic_curriculum.bots.external import ExecSpec
 
 
 def evaluate(run: Run) -> None:
@@ -33,6 +37,12 @@ def evaluate(run: Run) -> None:
     if record is None:
         try:
             record = _run_evaluation(run, flight)
+        except BotError as exc:  # e.g. an exec: reference that stopped answering
+            run.record(t.EvaluationFailed(str(exc)))
+            raise EvaluationError(
+                f"{flight.experiment}: evaluation failed, no record was written: {exc}; "
+                f"fix it and run `{run.command()}` to evaluate again (training is kept)"
+            ) from None
         except OSError as exc:
             raise EvaluationError(
                 f"{run.paths.history}: evaluation of {flight.experiment} could not be "
@@ -71,7 +81,7 @@ def _adopt(run: Run, flight: Attempt, before: int) -> dict[str, Any]:
 def _run_evaluation(run: Run, flight: Attempt) -> dict[str, Any]:
     settings = run.config.stage_gate(flight.stage_index)
     candidate = run.paths.bot(flight.experiment)
-    reference = run.ws / (flight.reference or "")
+    reference = recorded_reference(run, flight)
     run.reporter.evaluation_started(flight, flight.reference or "")
     if run.config.evaluation_command:
         return _external_evaluation(run, candidate, reference, settings)
@@ -96,7 +106,7 @@ def _run_evaluation(run: Run, flight: Attempt) -> dict[str, Any]:
 
 
 def _external_evaluation(
-    run: Run, candidate: Path, reference: Path, settings: GateSettings
+    run: Run, candidate: Path, reference: Path | ExecSpec, settings: GateSettings
 ) -> dict[str, Any]:
     assert run.config.evaluation_command is not None
     before = len(history.load(run.paths.history))
@@ -105,7 +115,7 @@ def _external_evaluation(
     argv = [
         *resolve_program(run, run.config.evaluation_command),
         run.rel(candidate),
-        run.rel(reference),
+        reference_label(run, reference),
         "--episodes",
         str(settings.episodes),
     ]

@@ -19,7 +19,12 @@ from cosmic_curriculum.curriculum.context import Run, RunOptions
 from cosmic_curriculum.curriculum.evaluation import evaluate
 from cosmic_curriculum.curriculum.persist import final_error, persist
 from cosmic_curriculum.curriculum.preflight import check_before_detach, explain_lock, start
-from cosmic_curriculum.curriculum.resume import initial_resume, reference_for, set_aside_stale
+from cosmic_curriculum.curriculum.resume import (
+    initial_resume,
+    reference_for,
+    reference_label,
+    set_aside_stale,
+)
 from cosmic_curriculum.curriculum.training import train
 from cosmic_curriculum.errors import (
     ConfigError,
@@ -97,7 +102,7 @@ def _loop(run: Run) -> CurriculumState:
             set_aside_stale(run, experiment_name(i, run.config.stages[i].name, n))
             begin = t.BeginAttempt(
                 resume_from=initial_resume(run, i, n),
-                reference=run.rel(reference_for(run, i)),
+                reference=reference_label(run, reference_for(run, i)),
                 timesteps=run.config.stage_timesteps(i, run.opts.timesteps),
                 now=utc_now(),
             )

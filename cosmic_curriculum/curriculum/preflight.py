@@ -19,6 +19,7 @@ from cosmic_curriculum.curriculum import transitions as t
 from cosmic_curriculum.curriculum.context import Run
 from cosmic_curriculum.curriculum.persist import blocked_message, commit, persist
 from cosmic_curriculum.curriculum.resume import (
+    check_exec_reference,
     reference_for,
     seed_source,
     uses_default_evaluator,
@@ -236,7 +237,9 @@ def _preflight_commands(run: Run) -> None:
         _check_executable(run, config.evaluation_command[0], "evaluation_command")
     i = run.state.stage_index
     reference = reference_for(run, i)
-    if config.stage_reference(i) is None:  # the previous stage's passing bot
+    if not isinstance(reference, Path):  # a program: no file, but its handshake
+        check_exec_reference(run, reference, i)
+    elif config.stage_reference(i) is None:  # the previous stage's passing bot
         restore = f"git -C {run.ws} checkout HEAD -- {run.rel(reference)}"
         what = f"stage {i}'s passing bot (stage {i + 1}'s reference)"
         validate_bot(run, reference, what, f"restore it with `{restore}`")

@@ -9,11 +9,17 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cosmic_curriculum import fsio
+from cosmic_curriculum.config import ExecReference
 from cosmic_curriculum.curriculum.context import Run
 from cosmic_curriculum.errors import BotError, ConfigError, StateError
 from cosmic_curriculum.layout import STATE_FILE, experiment_name
+from cosmic_curriculum.state import Attempt
+
+if TYPE_CHECKING:
+    from cosmic_curriculum.bots.external import ExecSpec
 
 
 def uses_default_evaluator(run: Run) -> bool:
@@ -49,12 +55,49 @@ def passing_experiment(run: Run, stage_index: int) -> str:
     return entry.experiment
 
 
-def reference_for(run: Run, stage_index: int) -> Path:
+def reference_for(run: Run, stage_index: int) -> Path | ExecSpec:
+    """The reference's file, or the program of ``reference_bot = {exec = [...]}`` (run in
+    the workspace)."""
     configured = run.config.stage_reference(stage_index)
+    if isinstance(configured, ExecReference):
+        from cosmic_curriculum.bots.external import ExecSpec
+
+        return ExecSpec(tuple(configured.exec), configured.timeout, cwd=run.ws)
     if configured is not None:
         path = Path(configured)
         return path if path.is_absolute() else run.ws / path
     return run.paths.bot(passing_experiment(run, stage_index - 1))
+
+
+def reference_label(run: Run, reference: Path | ExecSpec) -> str:
+    """How an attempt records its reference: a workspace-relative path or ``exec:...``."""
+    return run.rel(reference) if isinstance(reference, Path) else str(reference)
+
+
+def recorded_reference(run: Run, flight: Attempt) -> Path | ExecSpec:
+    """The reference an attempt recorded; a program with the timeout configured now."""
+    from cosmic_curriculum.bots.external import EXEC_PREFIX, parse_exec
+
+    label = flight.reference or ""
+    if not label.startswith(EXEC_PREFIX):
+        return run.ws / label
+    configured = reference_for(run, flight.stage_index)
+    if str(configured) == label:
+        return configured
+    return parse_exec(label, cwd=run.ws)
+
+
+def check_exec_reference(run: Run, spec: ExecSpec, stage_index: int) -> None:
+    """Start a program reference once and check its handshake (before any training)."""
+    from cosmic_curriculum.bots.external import ExternalBot
+
+    try:
+        ExternalBot(spec).close()
+    except BotError as exc:
+        raise ConfigError(
+            f"{run.config_path}: reference_bot of stage {stage_index + 1} failed its "
+            f"handshake: {exc}; fix the program or reference_bot"
+        ) from None
 
 
 def seed_source(run: Run) -> Path:
