@@ -188,6 +188,28 @@ class StageConfig(_Strict):
         return value
 
 
+class LauncherConfig(_Strict):
+    """Where trainings run (`[launcher]`): this machine, or a Ray cluster (docs/SCALING.md).
+
+    ``address`` is the Ray dashboard (Jobs API) address; empty means ``RAY_ADDRESS``, then
+    a ``ray start --head`` on this machine (``http://127.0.0.1:8265``); a cluster is never
+    started silently. ``num_gpus``, ``num_cpus`` and ``memory`` (bytes) are what each
+    training asks the cluster for; ``env`` adds environment variables to it.
+    """
+
+    kind: Literal["local", "ray"] = "local"
+    address: Arg | None = None
+    num_gpus: float = Field(0.0, ge=0.0)
+    num_cpus: float = Field(1.0, ge=0.0)
+    memory: int | None = Field(None, gt=0)
+    env: dict[str, Arg] = Field(default_factory=dict)
+
+    @field_validator("num_gpus", "num_cpus", mode="before")
+    @classmethod
+    def _counts_accept_ints(cls, value: Any) -> Any:
+        return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
 class CurriculumConfig(_Strict):
     """The whole of `stages.toml`."""
 
@@ -205,6 +227,7 @@ class CurriculumConfig(_Strict):
     defaults: Defaults = Field(default_factory=Defaults)
     gate: dict[str, Any] = Field(default_factory=dict)
     stages: list[StageConfig] = Field(min_length=1)
+    launcher: LauncherConfig = Field(default_factory=LauncherConfig)
     path: Path = Field(Path("stages.toml"), exclude=True)
 
     @field_validator("regression_margin", mode="before")

@@ -18,6 +18,7 @@ could point outside the workspace. This module imports nothing heavy: `status` u
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -159,6 +160,12 @@ class Layout:
     def attempt_tag(self, experiment: str, role: str = "train") -> str:
         """What marks every process one attempt's training (or evaluation) started."""
         return f"{self.root}:{experiment}:{role}"
+
+    def launch_id(self, experiment: str, started_at: str) -> str:
+        """The id one launch of an attempt is submitted under (unique per launch, and
+        computed again from the saved state after a crash)."""
+        digest = hashlib.sha256(f"{self.root}\0{experiment}\0{started_at}".encode()).hexdigest()
+        return f"cosmic-{experiment}-{digest[:12]}"
 
     def rel(self, path: Path) -> str:
         """``path`` relative to the workspace when it is inside, else as given."""

@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cosmic_curriculum import fsio, runner
-from cosmic_curriculum.config import CurriculumConfig
+from cosmic_curriculum.config import CurriculumConfig, LauncherConfig
 from cosmic_curriculum.curriculum import transitions
 from cosmic_curriculum.errors import StateError
-from cosmic_curriculum.launchers import Launcher, TrainerRecord
+from cosmic_curriculum.launchers import Handle, Launcher, TrainerRecord
 from cosmic_curriculum.launchers.local import LocalLauncher
 from cosmic_curriculum.layout import Layout
 from cosmic_curriculum.reporter import Reporter
@@ -59,7 +59,8 @@ class Run:
         self.config_path = (
             config_path if config_path.is_absolute() else (Path.cwd() / config_path).resolve()
         )
-        self.launcher: Launcher = options.launcher or LocalLauncher()
+        self._launcher = options.launcher
+        self.attached: Handle | None = None  # work of an earlier run, followed, not restarted
         self.use_git = False
         # Why the last commit failed (None once one succeeds): a run that could not
         # commit its results must not end as a clean success.
@@ -68,6 +69,13 @@ class Run:
         self.lock: WorkspaceLock | None = None
         self.config: CurriculumConfig
         self.state: CurriculumState
+
+    @property
+    def launcher(self) -> Launcher:
+        """Where trainings run: the option's launcher, else the config's `[launcher]`."""
+        if self._launcher is None:
+            self._launcher = make_launcher(self.config.launcher, self.ws)
+        return self._launcher
 
     @property
     def flight(self) -> Attempt:
@@ -101,7 +109,9 @@ class Run:
         """The recorded training of the attempt in flight, with the tag that finds it."""
         flight = self.flight
         tag = self.paths.attempt_tag(flight.experiment)
-        return TrainerRecord(flight.pgid, flight.pid, flight.pid_start_time, tag)
+        launch_id = self.paths.launch_id(flight.experiment, flight.started_at)
+        log = str(self.paths.log(flight.experiment))
+        return TrainerRecord(flight.pgid, flight.pid, flight.pid_start_time, tag, launch_id, log)
 
     def lock_fds(self) -> tuple[int, ...]:
         """The lock's descriptor, for the children that must keep the workspace locked."""
@@ -116,3 +126,11 @@ class Run:
 
     def rel(self, path: Path) -> str:
         return self.paths.rel(path)
+
+
+def make_launcher(config: LauncherConfig, workspace: Path) -> Launcher:
+    if config.kind == "ray":
+        from cosmic_curriculum.launchers.ray import RayLauncher
+
+        return RayLauncher(config)
+    return LocalLauncher()

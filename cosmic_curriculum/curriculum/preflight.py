@@ -47,11 +47,14 @@ def start(run: Run) -> None:
     flight = run.state.in_flight
     # A trainer of an earlier run: recorded, or started but killed before it was recorded.
     if flight is not None and (flight.pgid is not None or flight.phase == "training"):
-        if run.launcher.attach(run.trainer_record(), run.opts.grace_seconds) == "stopped":
+        found = run.launcher.attach(run.trainer_record(), run.opts.grace_seconds)
+        if found == "stopped":
             group = f" (process group {flight.pgid})" if flight.pgid is not None else ""
             run.reporter.warning(
                 f"stopped the trainer of {flight.experiment}{group} left running by an earlier run"
             )
+        elif found != "gone" and flight.phase == "training":
+            run.attached = found  # a cluster job: follow it instead of training again
         run.apply(t.Resumed())
     _preflight_git(run)
     check_stage_range(run.state, len(run.config.stages), run.paths.state)
@@ -231,6 +234,7 @@ def _apply_overrides(run: Run) -> None:
 def _preflight_commands(run: Run) -> None:
     if run.state.status != "in_progress":
         return
+    run.launcher.check(run.ws)
     config = run.config
     _check_executable(run, config.training_command[0], "training_command")
     if config.evaluation_command:

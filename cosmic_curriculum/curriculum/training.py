@@ -17,7 +17,7 @@ from cosmic_curriculum.curriculum import transitions as t
 from cosmic_curriculum.curriculum.context import Run
 from cosmic_curriculum.curriculum.resume import validate_bot
 from cosmic_curriculum.errors import CurriculumError, TrainerError
-from cosmic_curriculum.launchers import LaunchSpec, watch
+from cosmic_curriculum.launchers import Handle, LaunchError, LaunchSpec, watch
 from cosmic_curriculum.launchers.local import start_problem
 from cosmic_curriculum.state import Attempt, utc_now
 
@@ -57,40 +57,14 @@ def training_argv(run: Run, flight: Attempt, resume: str | None) -> list[str]:
 def train(run: Run) -> None:
     """``training`` → ``trained``, or a TrainerError after recording the attempt's error."""
     flight = run.flight
-    if _adopt_orphans_result(run, flight):
-        return
-    step = run.paths.latest_step(flight.experiment)
-    resume = run.rel(step) if step is not None else flight.resume_from
-    argv = training_argv(run, flight, resume)
     log_path = run.paths.log(flight.experiment)
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    run.record(t.TrainingLaunched(resume=resume, now=utc_now()), pause="launch")
-    with open(log_path, "ab") as log:
-        log.write(f"# {utc_now()} {shlex.join(argv)}\n".encode())
-    spec = LaunchSpec(
-        argv=argv,
-        cwd=run.ws,
-        log_path=log_path,
-        pass_fds=run.lock_fds(),
-        tag=run.paths.attempt_tag(flight.experiment),
-    )
-    try:
-        handle = run.launcher.start(spec)
-    except OSError as exc:
-        if exc.filename not in (argv[0], None):
-            raise  # the log file, not the program: the run's disk/permission error
-        why = start_problem(Path(argv[0])) or exc.strerror or str(exc)
-        run.apply(t.TrainingFailed(f"training command {argv[0]} could not start: it {why}"))
-        attempt_error(run, log_path)
-    try:
-        # Until watch() owns it, any exception (a signal included) must stop the work.
-        fsio.fault_point("launched")
-        record = handle.record()
-        run.record(t.TrainerStarted(record.pgid, record.pid, record.start_time), "training")
-        run.reporter.attempt_started(run.flight, argv, log_path)
-    except BaseException:
-        run.launcher.stop(handle, run.opts.grace_seconds)
-        raise
+    handle, run.attached = run.attached, None
+    if handle is not None:
+        run.reporter.info(f"{flight.experiment}: following its training, started by an earlier run")
+    elif _adopt_orphans_result(run, flight):
+        return
+    else:
+        handle = _launch(run, flight)
     outcome = watch(
         run.launcher,
         handle,
@@ -118,6 +92,47 @@ def train(run: Run) -> None:
         attempt_error(run, log_path)
     run.record(t.Trained(outcome.last_progress), pause="trained")
     run.reporter.training_finished(run.flight)
+
+
+def _launch(run: Run, flight: Attempt) -> Handle:
+    """Start the attempt's training; its launch is saved before it starts."""
+    step = run.paths.latest_step(flight.experiment)
+    resume = run.rel(step) if step is not None else flight.resume_from
+    argv = training_argv(run, flight, resume)
+    log_path = run.paths.log(flight.experiment)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    run.record(t.TrainingLaunched(resume=resume, now=utc_now()), pause="launch")
+    with open(log_path, "ab") as log:
+        log.write(f"# {utc_now()} {shlex.join(argv)}\n".encode())
+    spec = LaunchSpec(
+        argv=argv,
+        cwd=run.ws,
+        log_path=log_path,
+        pass_fds=run.lock_fds(),
+        tag=run.paths.attempt_tag(flight.experiment),
+        launch_id=run.paths.launch_id(flight.experiment, run.flight.started_at),
+    )
+    try:
+        handle = run.launcher.start(spec)
+    except LaunchError as exc:
+        run.apply(t.TrainingFailed(f"training command could not be submitted: {exc}"))
+        attempt_error(run, log_path)
+    except OSError as exc:
+        if exc.filename not in (argv[0], None):
+            raise  # the log file, not the program: the run's disk/permission error
+        why = start_problem(Path(argv[0])) or exc.strerror or str(exc)
+        run.apply(t.TrainingFailed(f"training command {argv[0]} could not start: it {why}"))
+        attempt_error(run, log_path)
+    try:
+        # Until watch() owns it, any exception (a signal included) must stop the work.
+        fsio.fault_point("launched")
+        record = handle.record()
+        run.record(t.TrainerStarted(record.pgid, record.pid, record.start_time), "training")
+        run.reporter.attempt_started(run.flight, argv, log_path)
+    except BaseException:
+        run.launcher.stop(handle, run.opts.grace_seconds)
+        raise
+    return handle
 
 
 def _adopt_orphans_result(run: Run, flight: Attempt) -> bool:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from cosmic_curriculum.errors import CurriculumError
 from cosmic_curriculum.runner import DEFAULT_GRACE_SECONDS
 
 POLL_SECONDS = 0.2
@@ -32,6 +33,9 @@ class LaunchSpec:
     # Names the work and everything it starts (Layout.attempt_tag), so it can be found
     # again even when no handle was recorded or a descendant left its process group.
     tag: str = ""
+    # Known before the work starts and saved with the attempt (Layout.launch_id): a
+    # cluster launcher submits under it, so a resumed run finds the same work.
+    launch_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -42,6 +46,8 @@ class TrainerRecord:
     pid: int | None
     start_time: int | None  # the leader's start, to tell it from a reused pid
     tag: str = ""  # LaunchSpec.tag of the work
+    launch_id: str = ""  # LaunchSpec.launch_id of the work
+    log_path: str = ""  # where its output goes
 
 
 class Handle(Protocol):
@@ -50,7 +56,15 @@ class Handle(Protocol):
     def record(self) -> TrainerRecord: ...
 
 
+class LaunchError(CurriculumError):
+    """The launcher cannot reach where the work runs (its message says what to fix)."""
+
+
 class Launcher(Protocol):
+    def check(self, workspace: Path) -> None:
+        """Before any training: prove work started here can use ``workspace``."""
+        ...
+
     def start(self, spec: LaunchSpec) -> Handle:
         """Start the work; its output goes to ``spec.log_path``."""
         ...

@@ -55,6 +55,9 @@ def trainer_environment(extra: Mapping[str, str] | None = None) -> dict[str, str
 class LocalLauncher:
     """Run trainings as local subprocesses (argv list, new session, log file)."""
 
+    def check(self, workspace: Path) -> None:
+        pass  # the workspace is here
+
     def start(self, spec: LaunchSpec) -> LocalProcess:
         spec.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(spec.log_path, "ab") as log:

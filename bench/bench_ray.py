@@ -1,0 +1,71 @@
+"""Overhead of the Ray launcher: one curriculum through local processes and through Ray
+Jobs on a one-node cluster of this machine, side by side in one run.
+
+Usage: python bench/bench_ray.py [--stages 4] [--steps 20] [--step-seconds 0.5]
+
+The fake trainer of tests/ sleeps like a real one (steps x step-seconds per attempt), so
+what differs is only how a training is started, followed and finished. Prints both wall
+times and the ratio (the target is <= 1.10 for the quick curriculum's real trainings,
+which last minutes; with short fake trainings the fixed cost per job weighs more).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+from fakes.workspace import cli_env, fake_env, make_workspace, run_argv  # noqa: E402
+from raycluster import local_ray_cluster  # noqa: E402
+
+
+def timed_run(ws: Path) -> float:
+    start = time.monotonic()
+    result = subprocess.run(run_argv(ws), env=cli_env(ws), capture_output=True, text=True)
+    if result.returncode != 0:
+        raise SystemExit(f"run failed in {ws}: {result.stderr.strip()}")
+    return time.monotonic() - start
+
+
+def decisions(ws: Path) -> list[tuple[str, str]]:
+    log = json.loads((ws / "curriculum_state.json").read_text())["log"]
+    return [(entry["experiment"], entry["decision"]) for entry in log]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--stages", type=int, default=4)
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--step-seconds", type=float, default=0.5)
+    args = parser.parse_args()
+    names = [f"s{i}" for i in range(args.stages)]
+    script = {"*": {"steps": args.steps, "step_seconds": args.step_seconds}}
+    root = Path(tempfile.mkdtemp(prefix="bench-ray-"))
+    with local_ray_cluster() as address:
+        local = make_workspace(root / "local", stages=names, trainer_script=script)
+        remote = make_workspace(root / "ray", stages=names, trainer_script=script)
+        table = "\n".join(f'{k} = "{v}"' for k, v in fake_env(remote).items())
+        with open(remote / "stages.toml", "a") as fh:
+            fh.write(f'\n[launcher]\nkind = "ray"\naddress = "{address}"\n')
+            fh.write(f"\n[launcher.env]\n{table}\n")
+        t_local = timed_run(local)
+        t_ray = timed_run(remote)
+        same = decisions(local) == decisions(remote)
+        print(f"stages {args.stages}, {args.steps} x {args.step_seconds:g} s of training each")
+        print(f"local launcher: {t_local:7.1f} s")
+        print(f"ray launcher:   {t_ray:7.1f} s   (same decisions: {same})")
+        print(f"ratio ray/local: {t_ray / t_local:.3f}")
+    shutil.rmtree(root, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

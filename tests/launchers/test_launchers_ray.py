@@ -1,0 +1,123 @@
+"""The Ray launcher against a real one-node Ray cluster that this module starts (and stops).
+
+The cluster listens on free ports of 127.0.0.1 only, with its own temp dir, 2 CPUs and 4
+fake GPUs; the fake trainer stands in for training. Marked slow: a cluster takes seconds
+to start and every job a second or two.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fakes.workspace import (
+    cli_env,
+    fake_env,
+    make_workspace,
+    read_state,
+    run_argv,
+    run_cli,
+    trainer_runs,
+)
+from raycluster import free_port, local_ray_cluster
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def ray_address() -> Iterator[str]:
+    with local_ray_cluster() as address:
+        yield address
+
+
+def ray_workspace(path: Path, address: str, **script: object) -> Path:
+    ws = make_workspace(path, stages=["score", "defend"], trainer_script=script or None)
+    env = json.dumps(fake_env(ws))  # a job does not inherit the submitter's environment
+    table = "\n".join(f'{k} = "{v}"' for k, v in json.loads(env).items())
+    with open(ws / "stages.toml", "a") as fh:
+        fh.write(f'\n[launcher]\nkind = "ray"\naddress = "{address}"\nnum_gpus = 1\n')
+        fh.write(f"\n[launcher.env]\n{table}\n")
+    return ws
+
+
+def jobs(address: str) -> list[object]:
+    from ray.job_submission import JobSubmissionClient
+
+    return [j for j in JobSubmissionClient(address).list_jobs() if j.submission_id]
+
+
+def comparable(state: dict) -> list[tuple[object, ...]]:
+    return [(e["experiment"], e["decision"], e.get("eval")) for e in state["log"]]
+
+
+def test_a_curriculum_through_ray_jobs_equals_the_local_run(
+    tmp_path: Path, ray_address: str
+) -> None:
+    local = make_workspace(tmp_path / "local", stages=["score", "defend"])
+    remote = ray_workspace(tmp_path / "remote", ray_address)
+    for ws in (local, remote):
+        result = run_cli(ws)
+        assert result.returncode == 0, result.stderr
+    assert comparable(read_state(remote)) == comparable(read_state(local))
+    assert read_state(remote)["status"] == "done"
+    log = (remote / "logs" / "curric-s1-score.log").read_text()
+    assert "fake trainer: curric-s1-score" in log  # the job's output reached the log
+    mine = [j for j in jobs(ray_address) if "curric-s" in str(j.submission_id)]
+    assert len([j for j in mine if str(j.submission_id).startswith("cosmic-curric-s1")]) >= 1
+
+
+def test_kill_9_then_resume_reattaches_to_the_same_job(tmp_path: Path, ray_address: str) -> None:
+    ws = ray_workspace(tmp_path / "ws", ray_address, **{"*": {"steps": 12, "step_seconds": 0.5}})
+    run = subprocess.Popen(run_argv(ws), env=cli_env(ws), start_new_session=True)
+    deadline = time.monotonic() + 120
+    while not any(r["event"] == "start" for r in trainer_runs(ws)):
+        assert time.monotonic() < deadline and run.poll() is None
+        time.sleep(0.2)
+    os.killpg(run.pid, signal.SIGKILL)  # the run dies; its job lives on in the cluster
+    run.wait()
+    result = run_cli(ws)
+    assert result.returncode == 0, result.stderr
+    assert "following its training" in result.stdout
+    starts = [r for r in trainer_runs(ws) if r["event"] == "start"]
+    assert [r["experiment"] for r in starts] == ["curric-s1-score", "curric-s2-defend"]
+
+
+def test_sigint_stops_the_job_and_the_run_resumes(tmp_path: Path, ray_address: str) -> None:
+    ws = ray_workspace(tmp_path / "ws", ray_address, **{"*": {"mode": "hang"}})
+    run = subprocess.Popen(run_argv(ws), env=cli_env(ws), start_new_session=True)
+    deadline = time.monotonic() + 120
+    while not any(r["event"] == "start" for r in trainer_runs(ws)):
+        assert time.monotonic() < deadline and run.poll() is None
+        time.sleep(0.2)
+    run.send_signal(signal.SIGINT)
+    assert run.wait(timeout=90) == 130
+    flight = read_state(ws)["in_flight"]
+    assert flight["interrupted"] is True
+    from ray.job_submission import JobSubmissionClient
+
+    client = JobSubmissionClient(ray_address)
+    mine = [j for j in client.list_jobs() if "curric-s1-score" in str(j.submission_id)]
+    assert mine and {str(getattr(j.status, "value", j.status)) for j in mine} == {"STOPPED"}
+
+
+def test_a_failing_job_is_an_attempt_error(tmp_path: Path, ray_address: str) -> None:
+    ws = ray_workspace(tmp_path / "ws", ray_address, **{"*": {"mode": "fail"}})
+    result = run_cli(ws)
+    assert result.returncode == 1
+    first = result.stderr.strip().splitlines()[0]
+    assert "curric-s1-score: training command exited with status 3" in first
+    assert read_state(ws)["in_flight"]["error"].startswith("training command exited")
+
+
+def test_an_unreachable_cluster_is_one_line_before_training(tmp_path: Path) -> None:
+    ws = ray_workspace(tmp_path / "ws", f"http://127.0.0.1:{free_port()}")
+    result = run_cli(ws)
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and "Ray at" in result.stderr
+    assert trainer_runs(ws) == []
