@@ -197,22 +197,20 @@ def write_report(
     config: CurriculumConfig,
     warn: Callable[[str], Any] = lambda message: None,
 ) -> Path:
-    """Write REPORT.md and its pictures (a picture that fails is a warning, and stale
-    ones are removed so the report never shows an old picture as current)."""
+    """Write REPORT.md and its pictures. Drawing that fails is a warning (the pictures
+    already there stay); a picture with nothing to draw is removed, never left stale."""
     data = summarise(layout, state, config, history.load(layout.history))
     items = blocks(layout, data)
     try:
-        drawn = pictures(layout, state, data)
+        for rel, png in pictures(layout, state, data).items():
+            path = layout.root / rel
+            if png is None:
+                path.unlink(missing_ok=True)
+            else:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                fsio.atomic_write_bytes(path, png)
     except Exception as exc:  # plotting must never cost a run
         warn(f"could not draw the report's pictures: {exc}")
-        drawn = {}
-    for rel, png in drawn.items():
-        path = layout.root / rel
-        if png is None:
-            path.unlink(missing_ok=True)
-        else:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fsio.atomic_write_bytes(path, png)
     fsio.atomic_write_text(
         layout.report, markdown(items, lambda rel: (layout.root / rel).is_file())
     )

@@ -220,10 +220,9 @@ def _next(out: Summary, layout: Layout, state: CurriculumState, config: Curricul
         )
         out.commands = [RUN]
         return
-    if flight is not None and flight.phase != "committed" and flight.stage_index == i:
-        exp = flight.experiment
-    else:
-        exp = experiment_name(i, name, state.attempt)
+    exp = experiment_name(i, name, state.attempt)
+    live = flight is not None and flight.experiment == exp and flight.phase != "decided"
+    doing = f"is in phase {flight.phase}" if live and flight else "runs next"
     out.now = (
-        f"Stage {i + 1} `{name}`: `{exp}` runs next (attempt {state.attempt}); nothing to decide."
+        f"Stage {i + 1} `{name}`: `{exp}` {doing} (attempt {state.attempt}); nothing to decide."
     )
