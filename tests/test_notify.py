@@ -23,22 +23,15 @@ from fakes.workspace import (
     read_state,
     run_argv,
     run_in_process,
+    warnings_reporter,
 )
 from gitutil import git
 
 from cosmic_curriculum.errors import BlockedError, TrainerError
-from cosmic_curriculum.reporter import Reporter
 
 REPO = Path(__file__).resolve().parent.parent
 WEBHOOK = REPO / "examples" / "notify" / "webhook.sh"
-
-
-class Recorder(Reporter):
-    def __init__(self) -> None:
-        self.warnings: list[str] = []
-
-    def warning(self, message: str) -> None:
-        self.warnings.append(message)
+WEBHOOK_LINE = f"notify_command = [{json.dumps(str(WEBHOOK))}]"
 
 
 @pytest.fixture
@@ -117,13 +110,9 @@ def alive(pid: int) -> bool:
 def test_webhook_example_posts_the_block(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hook: list[dict[str, Any]]
 ) -> None:
+    fail = {"*": "fail"}
     ws = workspace(
-        tmp_path,
-        monkeypatch,
-        f"notify_command = [{json.dumps(str(WEBHOOK))}]",
-        stages=["score"],
-        max_retries=0,
-        eval_script={"*": "fail"},
+        tmp_path, monkeypatch, WEBHOOK_LINE, stages=["score"], max_retries=0, eval_script=fail
     )
     with pytest.raises(BlockedError):
         run_in_process(ws)
@@ -150,12 +139,7 @@ def test_webhook_example_posts_the_block(
 def test_webhook_example_posts_done_once_with_the_gates_interval(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hook: list[dict[str, Any]]
 ) -> None:
-    ws = workspace(
-        tmp_path,
-        monkeypatch,
-        f"notify_command = [{json.dumps(str(WEBHOOK))}]",
-        stages=["score", "defend"],
-    )
+    ws = workspace(tmp_path, monkeypatch, WEBHOOK_LINE, stages=["score", "defend"])
     history = ws / "eval_history.json"
     assert run_in_process(ws).status == "done"
     assert [h["json"]["event"]["event"] for h in hook] == ["done"]
@@ -195,7 +179,7 @@ def test_a_missing_notifier_is_a_warning_and_the_next_run_sends_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ws = workspace(tmp_path, monkeypatch, 'notify_command = ["./notify.sh"]', stages=["score"])
-    rec = Recorder()
+    rec = warnings_reporter()
     assert run_in_process(ws, rec).status == "done"
     assert any("notify_command ./notify.sh could not start" in w for w in rec.warnings)
     outbox = read_state(ws)["notify_outbox"]
@@ -204,7 +188,7 @@ def test_a_missing_notifier_is_a_warning_and_the_next_run_sends_it(
     assert committed["notify_outbox"] == outbox  # the commit carries what is still owed
     line = recorder(tmp_path)
     (ws / "notify.sh").symlink_to(json.loads(line.split("=", 1)[1])[0])
-    rec = Recorder()
+    rec = warnings_reporter()
     assert run_in_process(ws, rec).status == "done"
     assert [g["note"] for g in notified(tmp_path)] == outbox and not rec.warnings
     assert "notify_outbox" not in read_state(ws)
@@ -215,7 +199,7 @@ def test_a_failing_notifier_is_a_warning_with_its_last_words(
 ) -> None:
     line = recorder(tmp_path, "print('webhook said 403', file=sys.stderr); sys.exit(3)")
     ws = workspace(tmp_path, monkeypatch, line, trainer_script={"*": {"mode": "fail"}})
-    rec = Recorder()
+    rec = warnings_reporter()
     with pytest.raises(TrainerError):
         run_in_process(ws, rec)
     note = notified(tmp_path)[0]["note"]
@@ -236,7 +220,7 @@ def test_a_hanging_notifier_is_killed_with_its_group_and_the_run_goes_on(
         "time.sleep(300)",
     )
     ws = workspace(tmp_path, monkeypatch, line + "\nnotify_timeout = 1", stages=["score"])
-    rec = Recorder()
+    rec = warnings_reporter()
     started = time.monotonic()
     assert run_in_process(ws, rec).status == "done"
     assert time.monotonic() - started < 60

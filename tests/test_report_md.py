@@ -11,26 +11,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes.workspace import cli_env, fake_env, make_workspace, run_in_process
+from fakes.workspace import cli_env, fake_env, make_workspace, run_in_process, warnings_reporter
 from gitutil import git
 from PIL import Image
 
 from cosmic_curriculum.config import load_config
 from cosmic_curriculum.errors import BlockedError
-from cosmic_curriculum.reporter import Reporter
 from cosmic_curriculum.state import CurriculumState, LogEntry
 from cosmic_curriculum.summary import ladder
 
 IMAGE = re.compile(r"!\[[^\]]*\]\(([^)]+)\)")
 LIMIT = 200_000
-
-
-class Recorder(Reporter):
-    def __init__(self) -> None:
-        self.warnings: list[str] = []
-
-    def warning(self, message: str) -> None:
-        self.warnings.append(message)
 
 
 @pytest.fixture
@@ -94,7 +85,7 @@ def test_a_blocked_report_says_what_to_decide(ws: Path) -> None:
 def test_a_picture_that_cannot_be_drawn_is_a_warning(ws: Path) -> None:
     (ws / "logs").mkdir()
     (ws / "logs" / "report").write_text("not a directory\n")
-    rec = Recorder()
+    rec = warnings_reporter()
     assert run_in_process(ws, rec).status == "done"
     assert any("could not draw the report's pictures" in w for w in rec.warnings)
     report = git(ws, "show", "HEAD:REPORT.md")
