@@ -9,6 +9,9 @@ Example (the shipped default; every key is optional except ``stages``)::
     reference_bot = "bots/rookie.json"          # stage 1's reference
     training_command = ["scripts/run_training.sh"]
     # evaluation_command = ["./my_eval"]        # default: the built-in evaluator
+    # notify_command = ["./notify.sh"]          # told of blocks, errors, the end (README)
+    # notify_on = ["blocked", "done", "attempt_error", "interrupted", "passed", "failed"]
+    # notify_timeout = 30                       # seconds before the notifier's group is killed
 
     [defaults]
     timesteps = 20_000_000
@@ -70,6 +73,11 @@ def _no_nul(value: str) -> str:
 # A string that becomes a command-line argument or a path.
 Arg = Annotated[str, AfterValidator(_no_nul)]
 PRESETS = ("default", "quick")
+
+# What a notifier can be told; `notify_on` picks among them (default: all but the
+# per-attempt passed/failed, which a multi-day run would repeat many times).
+NotifyEvent = Literal["blocked", "done", "attempt_error", "interrupted", "passed", "failed"]
+DEFAULT_NOTIFY_ON: tuple[NotifyEvent, ...] = ("blocked", "done", "attempt_error", "interrupted")
 
 
 class GateSettings(BaseModel):
@@ -224,6 +232,9 @@ class CurriculumConfig(_Strict):
         default_factory=lambda: ["scripts/run_training.sh"], min_length=1
     )
     evaluation_command: list[Arg] | None = Field(None, min_length=1)
+    notify_command: list[Arg] | None = Field(None, min_length=1)
+    notify_on: list[NotifyEvent] = Field(default_factory=lambda: list(DEFAULT_NOTIFY_ON))
+    notify_timeout: float = Field(30.0, gt=0)
     defaults: Defaults = Field(default_factory=Defaults)
     gate: dict[str, Any] = Field(default_factory=dict)
     stages: list[StageConfig] = Field(min_length=1)

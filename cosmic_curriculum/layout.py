@@ -10,6 +10,8 @@ A workspace holds::
     logs/<exp>.log              trainer output            logs/<exp>.curve.png  its curve
     logs/review-<stage>.md      why a stage blocked       logs/curriculum_curves.png
     logs/curriculum.log         output of a detached run
+    REPORT.md                   the curriculum at a glance (committed)
+    logs/report/*.png           its pictures              REPORT.html  `report`'s page
 
 Experiments are named ``curric-s{i}-{stage}`` (i counted from 1) plus ``-retry{n}`` for
 attempt n >= 1. Names become file names, so :func:`check_experiment` refuses anything that
@@ -30,6 +32,9 @@ LOCK_FILE = ".cosmic-curriculum.lock"
 CURVES_FILE = "curriculum_curves.png"
 DETACHED_LOG = "curriculum.log"
 FINAL_CHECKPOINT = "final.zip"
+REPORT_FILE = "REPORT.md"
+REPORT_HTML = "REPORT.html"
+REPORT_PICTURES = ("curves.png", "ladder.png")  # in logs/report/, linked from REPORT.md
 
 EXPERIMENT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 STEP_RE = re.compile(r"^step_(\d+)\.zip$")
@@ -129,6 +134,22 @@ class Layout:
     @property
     def detached_log(self) -> Path:
         return self.logs / DETACHED_LOG
+
+    @property
+    def report(self) -> Path:
+        return self.root / REPORT_FILE
+
+    @property
+    def report_html(self) -> Path:
+        return self.root / REPORT_HTML
+
+    @property
+    def report_dir(self) -> Path:
+        return self.logs / "report"
+
+    def report_files(self) -> list[Path]:
+        """What the report commits: REPORT.md and its pictures."""
+        return [self.report, *(self.report_dir / name for name in REPORT_PICTURES)]
 
     def bot(self, experiment: str) -> Path:
         return self.bots / f"{experiment}.json"

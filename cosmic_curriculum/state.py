@@ -140,6 +140,9 @@ class CurriculumState(BaseModel):
     stage_definitions: list[dict[str, Any]] | None = None
     # {"stage_index", "attempt", "reason"} of the last --force-retry.
     forced_retry: dict[str, Any] | None = None
+    # Notifications not yet taken by `notify_command` (retried by the next run); None when
+    # empty, so a state that never notified keeps its shape.
+    notify_outbox: list[dict[str, Any]] | None = None
 
     def stage_log(self, stage_index: int) -> list[LogEntry]:
         return [e for e in self.log if e.stage_index == stage_index]

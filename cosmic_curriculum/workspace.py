@@ -22,13 +22,14 @@ from cosmic_curriculum import DATA_DIR
 from cosmic_curriculum.config import preset_path
 from cosmic_curriculum.errors import ConfigError, CurriculumError
 from cosmic_curriculum.fsio import atomic_write_json, atomic_write_text
-from cosmic_curriculum.layout import HISTORY_FILE, LOCK_FILE, STATE_FILE
+from cosmic_curriculum.layout import HISTORY_FILE, LOCK_FILE, REPORT_HTML, STATE_FILE
 from cosmic_curriculum.state import CurriculumState, WorkspaceLock, save_state
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 GITIGNORE = f"""# cosmic-curriculum workspace
 checkpoints/
 {LOCK_FILE}
+{REPORT_HTML}
 # temp files of interrupted atomic writes
 .*.tmp-*
 __pycache__/

@@ -132,3 +132,20 @@ def test_hashes_change_only_for_the_changed_stage(tmp_path: Path) -> None:
     h1 = load_config(write(tmp_path, base)).stage_hashes()
     h2 = load_config(write(tmp_path, base + 'flags = ["--x"]\n')).stage_hashes()
     assert h1[0] == h2[0] and h1[1] != h2[1]
+
+
+def test_notify_keys_default_and_validate_with_line_numbers(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, ONE_STAGE))
+    assert config.notify_command is None
+    assert config.notify_on == ["blocked", "done", "attempt_error", "interrupted"]
+    assert config.notify_timeout == 30.0
+    config = load_config(
+        write(tmp_path, 'notify_command = ["./n.sh", "x"]\nnotify_timeout = 5\n' + ONE_STAGE)
+    )
+    assert (config.notify_command, config.notify_timeout) == (["./n.sh", "x"], 5.0)
+    msg = error_for(tmp_path, 'max_retries = 1\nnotify_on = ["done", "lunch"]\n' + ONE_STAGE)
+    assert msg.startswith(f"{tmp_path / 'stages.toml'}:2: notify_on[1]:") and "lunch" in msg
+    msg = error_for(tmp_path, 'notify_command = "./notify.sh"\n' + ONE_STAGE)
+    assert ":1: notify_command:" in msg
+    msg = error_for(tmp_path, "notify_timeout = 0\n" + ONE_STAGE)
+    assert ":1: notify_timeout:" in msg and "greater than 0" in msg

@@ -127,6 +127,20 @@ class PushTried:
     ok: bool
 
 
+@dataclass(frozen=True)
+class NotificationQueued:
+    """A notification for ``notify_command`` (it has an ``id``); kept until it is sent."""
+
+    notification: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class NotificationSent:
+    """The notifier took notification ``id``: it leaves the outbox."""
+
+    id: str
+
+
 Event = (
     BeginAttempt
     | Resumed
@@ -144,4 +158,6 @@ Event = (
     | SkipStage
     | ConfigRecorded
     | PushTried
+    | NotificationQueued
+    | NotificationSent
 )

@@ -13,6 +13,7 @@ import signal
 from collections.abc import Iterator
 from types import FrameType
 
+from cosmic_curriculum import notify
 from cosmic_curriculum.config import load_config
 from cosmic_curriculum.curriculum import transitions as t
 from cosmic_curriculum.curriculum.context import Run, RunOptions
@@ -29,8 +30,10 @@ from cosmic_curriculum.curriculum.training import train
 from cosmic_curriculum.errors import (
     ConfigError,
     CurriculumError,
+    EvaluationError,
     LockError,
     StateError,
+    TrainerError,
 )
 from cosmic_curriculum.layout import experiment_name
 from cosmic_curriculum.reporter import Reporter
@@ -62,9 +65,15 @@ def run_curriculum(options: RunOptions, reporter: Reporter | None = None) -> Cur
             run.lock = lock
             try:
                 start(run)
+                notify.deliver(run)  # what earlier runs could not send
                 return _loop(run)
             except _Interrupt as interrupt:
                 raise _interrupted(run, interrupt.signum) from None
+            except (TrainerError, EvaluationError):
+                flight = run.state.in_flight
+                if flight is not None and flight.error:
+                    notify.notify(run, "attempt_error", flight.error)
+                raise
             except OSError as exc:
                 # Disk full, permissions, a vanished directory: every write is atomic
                 # and every step resumable, so say which file and how to go on.
@@ -180,6 +189,8 @@ def _interrupted(run: Run, signum: int) -> InterruptedRun:
             where = f"in phase '{flight.phase}' of {flight.experiment}"
         with contextlib.suppress(OSError):
             save_state(run.paths.state, run.state)
+        with contextlib.suppress(OSError, CurriculumError):
+            notify.notify(run, "interrupted", f"{name} {where}")
     err = InterruptedRun(
         f"interrupted by {name} {where}; state saved, run `{run.command()}` to resume"
     )

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from cosmic_curriculum import fsio, history, vcs
+from cosmic_curriculum import fsio, history, notify, report_md, vcs
 from cosmic_curriculum.curriculum import transitions as t
 from cosmic_curriculum.curriculum.context import REASON_HINT, Run
 from cosmic_curriculum.errors import (
@@ -33,7 +33,11 @@ def persist(run: Run) -> None:
         extra.append(write_review(run))
     if run.state.status == "done":
         plot_curves(run)
+    report_md.refresh(run)
+    queued = notify.queue_decision(run)  # saved with the phase: sent exactly once
     run.record(t.Committed())
+    if queued:
+        notify.deliver(run, only={queued})  # before the commit, never during it
     if run.use_git:
         commit(run, experiment, extra=extra)
     fsio.fault_point("committed")
@@ -51,6 +55,7 @@ def commit(run: Run, experiment: str, extra: list[Path] | None = None, quiet: bo
         files += [paths.bot(exp), paths.log(exp), paths.curve(exp)]
     files += paths.reviews()
     files.append(paths.curves)
+    files += paths.report_files()
     if experiment == "catch-up":
         experiment = run.state.log[-1].experiment if run.state.log else "start"
     message = f"{COMMIT_PREFIX} {experiment}"

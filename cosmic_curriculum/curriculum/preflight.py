@@ -14,7 +14,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from cosmic_curriculum import fsio, history, runner, vcs
+from cosmic_curriculum import fsio, history, report_md, runner, vcs
 from cosmic_curriculum.curriculum import transitions as t
 from cosmic_curriculum.curriculum.context import Run
 from cosmic_curriculum.curriculum.persist import blocked_message, commit, persist
@@ -224,10 +224,12 @@ def _apply_overrides(run: Run) -> None:
             f"forced retry of stage {i + 1} {run.config.stages[i].name} as "
             f"{experiment_name(i, run.config.stages[i].name, state.attempt)}"
         )
+        report_md.refresh(run)  # committed by the catch-up commit
         return
     exp = t.skipped_experiment(state, run.config)
     run.record(t.SkipStage(reason, utc_now(), by))
     run.reporter.attempt_decided(run.state.log[-1])
+    report_md.refresh(run)
     commit(run, exp, extra=[run.paths.bot(exp), run.paths.log(exp)])
 
 

@@ -175,10 +175,12 @@ def check_artefacts(run: Run, flight: Attempt) -> None:
 def attempt_error(run: Run, log_path: Path) -> None:
     """Save the attempt's error, commit its log, and stop the run with a one-line error."""
     from cosmic_curriculum.curriculum.persist import commit
+    from cosmic_curriculum.report_md import refresh
 
     flight = run.flight
     problem = flight.error or "failed"
     run.save()
+    refresh(run)
     if run.use_git:
         commit(run, flight.experiment, extra=[log_path], quiet=True)
     # The first line is the whole error (what, where, the fix); the log quote follows.

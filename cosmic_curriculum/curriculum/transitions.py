@@ -28,6 +28,8 @@ from cosmic_curriculum.curriculum.events import (
     Event,
     ForceRetry,
     Interrupted,
+    NotificationQueued,
+    NotificationSent,
     PushTried,
     Resumed,
     SkipStage,
@@ -75,6 +77,8 @@ EDGES: dict[type[Any], tuple[tuple[str, ...], Phase | None]] = {
     SkipStage: (ANY, None),
     ConfigRecorded: (ANY, None),
     PushTried: (ANY, None),
+    NotificationQueued: (ANY, None),
+    NotificationSent: (ANY, None),
 }
 
 
@@ -321,6 +325,24 @@ def _push_tried(state: CurriculumState, config: CurriculumConfig, e: PushTried) 
     state.push_pending = not e.ok
 
 
+OUTBOX_LIMIT = 20  # a notifier broken for weeks must not grow the state without end
+
+
+def _notification_queued(
+    state: CurriculumState, config: CurriculumConfig, e: NotificationQueued
+) -> None:
+    key = e.notification["id"]
+    kept = [n for n in state.notify_outbox or [] if n.get("id") != key]
+    state.notify_outbox = [*kept, dict(e.notification)][-OUTBOX_LIMIT:]
+
+
+def _notification_sent(
+    state: CurriculumState, config: CurriculumConfig, e: NotificationSent
+) -> None:
+    kept = [n for n in state.notify_outbox or [] if n.get("id") != e.id]
+    state.notify_outbox = kept or None  # an empty outbox is not written
+
+
 _RULES: dict[type[Any], Callable[[CurriculumState, CurriculumConfig, Any], None]] = {
     BeginAttempt: _begin,
     Resumed: _clear_group,
@@ -338,6 +360,8 @@ _RULES: dict[type[Any], Callable[[CurriculumState, CurriculumConfig, Any], None]
     SkipStage: _skip_stage,
     ConfigRecorded: _config_recorded,
     PushTried: _push_tried,
+    NotificationQueued: _notification_queued,
+    NotificationSent: _notification_sent,
 }
 
 

@@ -34,6 +34,8 @@ EVENTS: dict[str, t.Event] = {
     "SkipStage": t.SkipStage("good enough", NOW, "ann"),
     "ConfigRecorded": t.ConfigRecorded(["h1", "h2"], "cfg", [{"name": "a"}, {"name": "b"}]),
     "PushTried": t.PushTried(ok=False),
+    "NotificationQueued": t.NotificationQueued({"id": "n-1", "event": "blocked"}),
+    "NotificationSent": t.NotificationSent("n-1"),
 }
 
 # Written out by hand (not derived from t.EDGES): the phase each event leaves, per phase;
@@ -57,6 +59,8 @@ TABLE: dict[str, tuple[str, ...]] = {
     "SkipStage": (_, _, _, _, _, _),
     "ConfigRecorded": ("none", "training", "trained", "evaluated", "decided", "committed"),
     "PushTried": ("none", "training", "trained", "evaluated", "decided", "committed"),
+    "NotificationQueued": ("none", "training", "trained", "evaluated", "decided", "committed"),
+    "NotificationSent": ("none", "training", "trained", "evaluated", "decided", "committed"),
 }
 
 
@@ -219,6 +223,23 @@ def test_attempt_bookkeeping(config: CurriculumConfig) -> None:
     assert started.in_flight is not None and started.in_flight.history_before == 5
     failed_eval = t.apply(started, config, EVENTS["EvaluationFailed"])
     assert failed_eval.in_flight is not None and failed_eval.in_flight.history_before is None
+
+
+def test_the_outbox_keeps_unsent_notifications_once_each_and_empties_to_none(
+    config: CurriculumConfig,
+) -> None:
+    state = state_in("committed")
+    for key in ("a", "b", "a"):  # queuing an id again replaces it (no duplicate delivery)
+        state = t.apply(state, config, t.NotificationQueued({"id": key, "n": 1}))
+    assert [n["id"] for n in state.notify_outbox or []] == ["b", "a"]
+    state = t.apply(state, config, t.NotificationSent("b"))
+    assert state.notify_outbox == [{"id": "a", "n": 1}]
+    state = t.apply(state, config, t.NotificationSent("a"))
+    assert state.notify_outbox is None and "notify_outbox" not in state.to_json()
+    for k in range(t.OUTBOX_LIMIT + 5):
+        state = t.apply(state, config, t.NotificationQueued({"id": str(k)}))
+    outbox = state.notify_outbox or []
+    assert len(outbox) == t.OUTBOX_LIMIT and outbox[-1]["id"] == str(t.OUTBOX_LIMIT + 4)
 
 
 def test_architecture_doc_shows_the_diagram_of_the_table() -> None:

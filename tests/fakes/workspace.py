@@ -141,6 +141,20 @@ def run_cli(path: Path, *flags: str, cwd: Path | None = None) -> subprocess.Comp
     )
 
 
+def warnings_reporter() -> Any:
+    """A Reporter that records its warnings in ``.warnings`` and ignores the rest."""
+    from cosmic_curriculum.reporter import Reporter
+
+    class Recorder(Reporter):
+        def __init__(self) -> None:
+            self.warnings: list[str] = []
+
+        def warning(self, message: str) -> None:
+            self.warnings.append(message)
+
+    return Recorder()
+
+
 def run_in_process(path: Path, reporter: Any = None, **options: Any) -> Any:
     """`run_curriculum` on workspace ``path`` in this process (returns the final state).
 

@@ -1,0 +1,42 @@
+"""`report`: the curriculum's report as one self-contained HTML page (the work: report_md)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from cosmic_curriculum.cli.app import OneLineUsageCommand, app, guarded
+
+
+@app.command("report", cls=OneLineUsageCommand)
+def report_command(
+    workspace: Annotated[Path, typer.Option(help="Workspace directory.")] = Path("."),
+    config: Annotated[
+        Path | None, typer.Option(help="Curriculum file [default: WORKSPACE/stages.toml].")
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option(help="HTML file to write [default: WORKSPACE/REPORT.html].")
+    ] = None,
+    open_page: Annotated[
+        bool, typer.Option("--open", help="Open the page in the default web browser.")
+    ] = False,
+) -> None:
+    """Write REPORT.md's content as one HTML page (pictures inline) for a browser."""
+
+    def go() -> None:
+        from cosmic_curriculum.fsio import atomic_write_text
+        from cosmic_curriculum.layout import Layout
+        from cosmic_curriculum.report_md import html_report
+
+        target = out or Layout(workspace.resolve()).report_html
+        atomic_write_text(target, html_report(workspace, config))
+        sys.stdout.write(f"report: {target}\n")
+        if open_page:
+            import webbrowser
+
+            webbrowser.open(target.resolve().as_uri())
+
+    guarded(go)
