@@ -264,17 +264,6 @@ class WorkspaceLock:
         self.fd = fd
         return self
 
-    def is_free(self) -> bool:
-        """Could the lock be taken now? (Takes and drops it; writes nothing.)"""
-        fd = self._open()
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return False
-        finally:
-            os.close(fd)  # closing drops a lock this descriptor took
-        return True
-
     def _open(self) -> int:
         """The lock file, refused unless it is a plain file of its own: truncating a
         symlink or a hard link would overwrite whatever it points at."""

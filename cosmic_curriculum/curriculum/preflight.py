@@ -171,8 +171,10 @@ def check_before_detach(run: Run) -> None:
     """What `run --detach` checks before it says "started": the same checks as `run`,
     writing nothing, so a bad workspace, config, override or reference bot is reported
     here and not only in logs/curriculum.log."""
-    if not WorkspaceLock(run.ws).is_free():
-        raise LockError(explain_lock(run, f"{run.ws}: another cosmic-curriculum run holds it"))
+    try:
+        WorkspaceLock(run.ws).acquire().release()  # free now; the detached run takes it
+    except LockError as exc:
+        raise LockError(explain_lock(run, str(exc))) from None
     check_nothing_lost(run.ws)
     run.state = load_state(run.paths.state)
     check_stage_range(run.state, len(run.config.stages), run.paths.state)
