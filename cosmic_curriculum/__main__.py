@@ -1,5 +1,5 @@
 """`python -m cosmic_curriculum` is the same as the `cosmic-curriculum` command."""
 
-from cosmic_curriculum.cli import app
+from cosmic_curriculum.entry import main
 
-app()
+main()

@@ -6,6 +6,7 @@ stable-baselines3, no GitPython, no curriculum loop.
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Sequence
 from pathlib import Path
@@ -172,7 +173,7 @@ def status_data(workspace: Path, config_path: Path | None = None) -> dict[str, A
                 f"fix the cause of the error of {flight.experiment} ({flight.error}; see "
                 f"logs/{flight.experiment}.log), then `{RUN}{ws_flag}` retries it"
             )
-    return {
+    data = {
         "workspace": str(ws),
         "status": state.status,
         "stage_index": state.stage_index,
@@ -189,6 +190,71 @@ def status_data(workspace: Path, config_path: Path | None = None) -> dict[str, A
         "config_loaded": config is not None,
         "next": next_step,
     }
+    return add_live_facts(data, ws)
+
+
+_SUMMARY_INTERVAL = re.compile(r"gap (\S+ ± \S+), Elo (\S+ ± \S+)")
+
+
+def _signed(x: float, digits: int) -> str:
+    return f"{round(x, digits) + 0.0:+.{digits}f}".replace("-", "−")  # + 0.0: no "−0"
+
+
+def decision_interval(record: dict[str, Any] | None, summary: str | None) -> str | None:
+    """``gap +0.11 ± 0.19, Elo −38 ± 66`` of a decision: from its history record's
+    statistics (built-in evaluator), else from the gate's summary (an evaluation command's
+    counts are judged by `gate.decide`, whose summary states them)."""
+    if record and isinstance(record.get("gap"), float | int) and record.get("gap_ci95"):
+        gap, (lo, hi) = float(record["gap"]), record["gap_ci95"]
+        half = max(float(hi) - gap, gap - float(lo))
+        elo, err = record.get("elo"), record.get("elo_err95")
+        if elo is None:
+            elo_text = "−∞" if record.get("wins_a") == 0 else "+∞"
+        else:
+            elo_text = f"{_signed(float(elo), 0)} ± {'∞' if err is None else f'{err:.0f}'}"
+        return f"gap {_signed(gap, 2)} ± {half:.2f}, Elo {elo_text}"
+    found = _SUMMARY_INTERVAL.search(summary or "")
+    return f"gap {found[1]}, Elo {found[2]}" if found else None
+
+
+def add_live_facts(data: dict[str, Any], ws: Path) -> dict[str, Any]:
+    """Each decision's interval and the live run (if one holds the workspace) added to
+    :func:`status_data`'s facts; while a run is live there is nothing to run next."""
+    from cosmic_curriculum.live import live_run
+
+    records = {r.get("id"): r for r in history.load(ws / HISTORY_FILE) if isinstance(r, dict)}
+    for stage in data["stages"]:
+        for row in stage["attempts"]:
+            row["interval"] = decision_interval(records.get(row["eval_id"]), row["summary"])
+    live = live_run(ws, data["in_flight"])
+    data["live"] = live
+    if live is not None and not data["config_error"]:
+        ws_flag = "" if ws == Path.cwd().resolve() else f" --workspace {shlex.quote(str(ws))}"
+        data["next"] = (
+            f"nothing while it runs: `cosmic-curriculum status --watch{ws_flag}` follows it, "
+            f"`cosmic-curriculum attach{ws_flag}` shows its terminal"
+        )
+    return data
+
+
+def _live_line(live: dict[str, Any], flight: dict[str, Any] | None) -> Any:
+    """``running: pid 4242 since … (3h 05m)`` and, below, what the attempt is doing."""
+    from rich.console import Group
+    from rich.text import Text
+
+    from cosmic_curriculum.live import progress_text, running_for
+
+    head = f"running: pid {live['pid']}"
+    if live["since"]:
+        ago = running_for(live["since"])
+        head += f" since {live['since']}" + (f" ({ago})" if ago else "")
+    lines = [Text(head, style="bold cyan")]
+    if flight:
+        doing = f"  {flight['experiment']}: {flight['phase']}"
+        if live["timesteps"] is not None:
+            doing += f", {progress_text(live)}"
+        lines.append(Text(doing))
+    return Group(*lines)
 
 
 def render_status(data: dict[str, Any]) -> Any:
@@ -228,6 +294,8 @@ def render_status(data: dict[str, Any]) -> Any:
                 decision += f" ({label_}: {row['reason']})" if row["reason"] else f" ({label_})"
             elif row.get("reason"):
                 decision += f" (forced retry: {row['reason']})"
+            if row.get("interval"):
+                decision += f"\n{row['interval']}"
             style = "green" if row["decision"] == "pass" else "red"
             table.add_row(
                 label if k == 0 else "",
@@ -238,7 +306,9 @@ def render_status(data: dict[str, Any]) -> Any:
             )
     lines: list[Any] = [table]
     flight = data["in_flight"]
-    if flight:
+    if data.get("live"):
+        lines.append(_live_line(data["live"], flight))
+    elif flight:
         text = f"in flight: {flight['experiment']} — phase {flight['phase']}"
         if flight["interrupted"]:
             text += " (interrupted)"

@@ -6,6 +6,8 @@ The curriculum never prints: it reports through a Reporter (tests record the eve
 from __future__ import annotations
 
 import contextlib
+import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -34,23 +36,47 @@ class Reporter:
     def finished(self, state: CurriculumState) -> None: ...
 
 
+PROGRESS_LINE_SECONDS = 30.0  # plain output: at most one progress line per attempt this often
+# Set for `run --detach`: the tmux pane is a terminal, but what it shows is also piped to
+# logs/curriculum.log, which must read as plain lines.
+PLAIN_OUTPUT_ENV = "COSMIC_CURRICULUM_PLAIN_OUTPUT"
+
+
 class ConsoleReporter(Reporter):
     """The CLI's view of a run: a Rich progress bar per attempt and one-line summaries.
+
+    Output that is not a terminal (a file, a pipe, the detached run's log) gets plain
+    lines instead: one per event, never wrapped, and a progress line at most every
+    ``progress_seconds`` (timesteps/total, rate, ETA) instead of a bar.
 
     Every write is guarded: after `tmux kill-session` the terminal is gone and a write
     would raise, which must not stop the curriculum from saving its state.
     """
 
-    def __init__(self, console: Any = None) -> None:
+    def __init__(
+        self, console: Any = None, progress_seconds: float = PROGRESS_LINE_SECONDS
+    ) -> None:
         from rich.console import Console
 
         self.console = console or Console(highlight=False)
+        self.plain = not self.console.is_terminal or os.environ.get(PLAIN_OUTPUT_ENV) == "1"
+        if self.plain:
+            self.console.no_color = True
+        self.progress_seconds = progress_seconds
+        self._last_line = -float("inf")
         self._progress: Any = None
         self._task: Any = None
 
     def _print(self, *objects: Any, **kw: Any) -> None:
         with contextlib.suppress(OSError, ValueError):
-            self.console.print(*objects, **kw)
+            # soft_wrap: a line longer than the console stays one line (paths stay whole).
+            self.console.print(*objects, soft_wrap=self.plain, **kw)
+
+    def _plain_progress(self, text: str, final: bool) -> None:
+        now = time.monotonic()
+        if final or now - self._last_line >= self.progress_seconds:
+            self._last_line = now
+            self._print(text, markup=False)
 
     def info(self, message: str) -> None:
         self._print(message, markup=False)
@@ -74,6 +100,9 @@ class ConsoleReporter(Reporter):
             f", log: {_escape(str(log_path))})"
         )
         self._stop_progress()
+        self._last_line = -float("inf")
+        if self.plain:
+            return
         try:
             self._progress = Progress(
                 TextColumn("{task.description}"),
@@ -93,6 +122,15 @@ class ConsoleReporter(Reporter):
             self._progress = None
 
     def training_progress(self, attempt: Any, progress: dict[str, Any]) -> None:
+        if self.plain:
+            from cosmic_curriculum.live import progress_text
+
+            reward = progress.get("reward")
+            text = f"{attempt.experiment}: {progress_text(progress)}"
+            text += f", reward {reward:+.3f}" if reward is not None else ""
+            final = progress.get("timesteps", 0) >= progress.get("total", 0) > 0
+            self._plain_progress(text, final)
+            return
         if self._progress is None:
             return
         fps = progress.get("fps")
@@ -119,10 +157,16 @@ class ConsoleReporter(Reporter):
 
     def evaluation_started(self, attempt: Any, reference: str) -> None:
         self._stop_progress()
+        self._last_line = -float("inf")
         self._print(f"{_escape(attempt.experiment)}: evaluating against {_escape(reference)}")
 
     def evaluation_progress(self, attempt: Any, progress: dict[str, Any]) -> None:
         # Built-in evaluator: {"episodes": played, "planned": planned} after each batch.
+        if self.plain:
+            played, planned = progress.get("episodes", 0), progress.get("planned")
+            text = f"{attempt.experiment}: evaluation {played}/{planned or '?'} episodes"
+            self._plain_progress(text, planned is not None and played >= planned)
+            return
         if self._progress is None:
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 

@@ -45,26 +45,27 @@ def process_start_time(pid: int) -> int | None:
     return int(fields[21])
 
 
+def holds_file(pid: int, device: int, inode: int) -> bool:
+    """Does ``pid`` (ours to look at) hold a descriptor of the file (device, inode)?"""
+    try:
+        fds = os.scandir(f"/proc/{pid}/fd")
+    except OSError:  # gone, or not ours to look at
+        return False
+    with fds:
+        for fd in fds:
+            try:
+                target = os.stat(fd.path)
+            except OSError:
+                continue
+            if (target.st_dev, target.st_ino) == (device, inode):
+                return True
+    return False
+
+
 def processes_with_open_file(device: int, inode: int) -> list[int]:
     """Pids of our user's processes that hold a descriptor of the file (device, inode)."""
-    found: list[int] = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            fds = os.scandir(f"/proc/{entry.name}/fd")
-        except OSError:  # gone, or not ours to look at
-            continue
-        with fds:
-            for fd in fds:
-                try:
-                    target = os.stat(fd.path)
-                except OSError:
-                    continue
-                if (target.st_dev, target.st_ino) == (device, inode):
-                    found.append(int(entry.name))
-                    break
-    return sorted(found)
+    pids = (int(e.name) for e in os.scandir("/proc") if e.name.isdigit())
+    return sorted(pid for pid in pids if holds_file(pid, device, inode))
 
 
 def tagged_processes(name: str, value: str) -> list[int]:

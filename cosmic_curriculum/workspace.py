@@ -222,7 +222,10 @@ def start_detached(
         WorkspaceLock(ws).acquire().release()
     log = ws / "logs" / "curriculum.log"
     log.parent.mkdir(parents=True, exist_ok=True)
-    env_flags: list[str] = []
+    from cosmic_curriculum.reporter import PLAIN_OUTPUT_ENV
+
+    # The pane's output is piped to the log: plain lines there, not a redrawn bar.
+    env_flags = ["-e", f"{PLAIN_OUTPUT_ENV}=1"]
     for key, value in os.environ.items():
         if key in SESSION_ENV_NAMES or key.startswith(SESSION_ENV_PREFIXES):
             env_flags += ["-e", tmux_literal(f"{key}={value}")]
@@ -259,3 +262,15 @@ def start_detached(
         f"started the curriculum in tmux session {name} (log: {log}); attach with `{attach}`, "
         "detach with Ctrl-b d; `cosmic-curriculum status` shows progress",
     )
+
+
+def attach_argv(workspace: Path) -> list[str]:
+    """The tmux command that attaches to the workspace's run; CurriculumError without one."""
+    ws = Path(workspace).resolve()
+    name = session_name(ws)
+    if shutil.which("tmux") is None or not session_exists(name):
+        raise CurriculumError(
+            f"no curriculum is running in tmux for {ws} (no session {name}); start one with "
+            f"`cosmic-curriculum run --detach --workspace {shlex.quote(str(ws))}`"
+        )
+    return tmux_argv("attach", "-t", f"={name}")

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import re
 import secrets
+import shlex
 import shutil
 import subprocess
 import sys
@@ -120,3 +122,69 @@ def test_detach_refuses_while_another_run_holds_the_workspace(tmp_path: Path, so
         result = detach(ws, socket)
     assert result.returncode == 1 and "holds this workspace" in result.stderr
     assert not has_session(socket, session_name(ws))
+
+
+def pane_text(socket: str, target: str) -> str:
+    capture = ["tmux", "-L", socket, "capture-pane", "-p", "-t", target]
+    return subprocess.run(capture, capture_output=True, text=True).stdout
+
+
+def test_status_watch_redraws_in_a_pane_and_ctrl_c_exits_0(tmp_path: Path, socket: str) -> None:
+    ws = make_workspace(tmp_path / "ws")
+    env = env_for(ws, socket)
+    cmd = (
+        f"{shlex.quote(sys.executable)} -m cosmic_curriculum status --watch --interval 0.3 "
+        f"--workspace {shlex.quote(str(ws))}; echo EXIT=$?; sleep 60"
+    )
+    start = ["tmux", "-L", socket, "new-session", "-d", "-s", "watch", "-x", "120", "-y", "40"]
+    subprocess.run([*start, "-e", f"PYTHONPATH={env['PYTHONPATH']}", cmd], check=True, env=env)
+    wait_for(lambda: "1 score" in pane_text(socket, "=watch:"))
+    first = pane_text(socket, "=watch:")
+    stamp = re.search(r"\d\d:\d\d:\d\d", first)
+    assert stamp is not None
+    # Redrawn in place: a later frame replaces the first (one header on screen).
+    wait_for(lambda: stamp[0] not in pane_text(socket, "=watch:"), timeout=10)
+    assert pane_text(socket, "=watch:").count("Ctrl-C to stop") == 1
+    subprocess.run(["tmux", "-L", socket, "send-keys", "-t", "=watch:", "C-c"], check=True)
+    wait_for(lambda: "EXIT=" in pane_text(socket, "=watch:"), timeout=10)
+    assert "EXIT=0" in pane_text(socket, "=watch:")
+
+
+def test_attach_attaches_a_client_to_the_runs_session(tmp_path: Path, socket: str) -> None:
+    ws = make_workspace(tmp_path / "ws")
+    name = session_name(ws)
+    subprocess.run(["tmux", "-L", socket, "new-session", "-d", "-s", name, "sleep 120"], check=True)
+    # A terminal to attach from: a pane of a second tmux server, which sets $TMUX there.
+    outer = f"{socket}-outer"
+    env = env_for(ws, socket)
+    cmd = (
+        f"{shlex.quote(sys.executable)} -m cosmic_curriculum attach "
+        f"--workspace {shlex.quote(str(ws))}"
+    )
+    try:
+        subprocess.run(
+            [
+                "tmux",
+                "-L",
+                outer,
+                "new-session",
+                "-d",
+                "-s",
+                "term",
+                "-x",
+                "100",
+                "-y",
+                "30",
+                "-e",
+                f"PYTHONPATH={env['PYTHONPATH']}",
+                "-e",
+                f"{TMUX_SOCKET_ENV}={socket}",
+                cmd,
+            ],
+            check=True,
+            env=env,
+        )
+        clients = ["tmux", "-L", socket, "list-clients", "-t", f"={name}"]
+        wait_for(lambda: subprocess.run(clients, capture_output=True, text=True).stdout.strip())
+    finally:
+        subprocess.run(["tmux", "-L", outer, "kill-server"], capture_output=True)

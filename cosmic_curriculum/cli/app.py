@@ -12,12 +12,32 @@ from typing import Any, TypeVar
 
 import typer
 from typer._click.exceptions import UsageError
-from typer.core import TyperCommand
+from typer.core import TyperCommand, TyperGroup
 
 from cosmic_curriculum.errors import CurriculumError
 
+
+class HumanMetavarGroup(TyperGroup):
+    """Every option's value is shown by its name (`--rule RULE`), never by a Python type
+    name (`<list[str]>`, `<path>`, `<int range>`: what Typer prints otherwise)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        _name_metavars(self)
+
+
+def _name_metavars(group: Any) -> None:
+    for command in group.commands.values():
+        if hasattr(command, "commands"):
+            _name_metavars(command)
+        for param in command.params:
+            if param.param_type_name == "option" and not param.is_flag and not param.metavar:
+                param.metavar = param.name.upper()
+
+
 app = typer.Typer(
     name="cosmic-curriculum",
+    cls=HumanMetavarGroup,
     help="Train game bots through a staged curriculum with a head-to-head regression gate.",
     no_args_is_help=True,
     add_completion=False,

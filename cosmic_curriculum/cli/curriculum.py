@@ -1,4 +1,4 @@
-"""`run`, `status` and `init` (the work: :mod:`cosmic_curriculum.curriculum`, report, workspace)."""
+"""`run`, `status`, `attach`, `init` (the work: curriculum, report, entry, workspace)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from cosmic_curriculum.cli.app import OneLineUsageCommand, app, guarded
+from cosmic_curriculum.entry import MIN_WATCH_INTERVAL, WATCH_INTERVAL, show_status
 
 
 @app.command("run", cls=OneLineUsageCommand)
@@ -124,30 +125,39 @@ def status_command(
         Path | None, typer.Option(help="Curriculum file [default: WORKSPACE/stages.toml].")
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
+    watch: Annotated[
+        bool, typer.Option("--watch", help="Redraw in place every --interval seconds; Ctrl-C.")
+    ] = False,
+    interval: Annotated[
+        float,
+        typer.Option(min=MIN_WATCH_INTERVAL, metavar="SECONDS", help="Seconds between redraws."),
+    ] = WATCH_INTERVAL,
+    count: Annotated[int | None, typer.Option(min=1, hidden=True)] = None,  # tests: N frames
 ) -> None:
-    """Show stages, attempts, evaluations, decisions and what to run next.
+    """Show stages, attempts, evaluations, decisions, the live run and what to run next.
 
     Exits 0, or 2 when stages.toml is missing or invalid (after showing what the state
     says and the config error in its "next" line); a state that cannot be read is a
     one-line error.
     """
+    code = guarded(lambda: show_status(workspace, config, as_json, watch, interval, count))
+    if code:
+        raise typer.Exit(code)
 
-    def go() -> None:
-        from cosmic_curriculum.report import render_status, status_data
 
-        data = status_data(workspace, config)
-        if as_json:
-            import json
+@app.command("attach", cls=OneLineUsageCommand)
+def attach_command(
+    workspace: Annotated[Path, typer.Option(help="Workspace directory.")] = Path("."),
+) -> None:
+    """Attach this terminal to the run's tmux session (detach again with Ctrl-b d)."""
+    import os
 
-            sys.stdout.write(json.dumps(data, indent=2) + "\n")
-        else:
-            from rich.console import Console
+    from cosmic_curriculum.workspace import attach_argv
 
-            Console(highlight=False).print(render_status(data))
-        if not data["config_loaded"]:
-            raise typer.Exit(2)
-
-    guarded(go)
+    argv = guarded(lambda: attach_argv(workspace))
+    env = {k: v for k, v in os.environ.items() if k != "TMUX"}  # also from inside tmux
+    sys.stdout.flush()
+    os.execvpe(argv[0], argv, env)
 
 
 @app.command("init", cls=OneLineUsageCommand)

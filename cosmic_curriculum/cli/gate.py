@@ -18,7 +18,7 @@ SprtModel = Literal["pentanomial", "trinomial"]
 def gate_simulate_command(
     rule: Annotated[
         list[str],
-        typer.Option("--rule", metavar="<str>", help="Rules to simulate (repeat): margin, sprt."),
+        typer.Option("--rule", metavar="RULE", help="Rules to simulate (repeat): margin, sprt."),
     ] = ["margin", "sprt"],  # noqa: B006 - Typer passes a new list; the default stays as is
     trials: Annotated[int, typer.Option(help="Monte Carlo trials per cell.")] = 20_000,
     draws: Annotated[str, typer.Option(help="Comma-separated draw rates.")] = "0,0.2,0.4",

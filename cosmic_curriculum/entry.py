@@ -1,0 +1,105 @@
+"""The `cosmic-curriculum` command's entry point, with a fast path for `status`.
+
+`status` is what a user types most (often in a loop beside a multi-day run), so it must
+start fast: building the whole Typer app imports Typer, Click and the trainer's option
+models. A `status` command line made only of the options below is run here without them;
+anything else (`--help`, a typo, a bad value) goes to the Typer app, which prints its
+usual help or one-line usage error. Both paths call :func:`show_status`.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+WATCH_INTERVAL = 2.0  # seconds between refreshes of `status --watch`
+MIN_WATCH_INTERVAL = 0.1
+_VALUE_OPTIONS = ("--workspace", "--config", "--interval", "--count")
+_FLAGS = {"--json": "as_json", "--watch": "watch"}
+
+
+def show_status(
+    workspace: Path = Path("."),
+    config: Path | None = None,
+    as_json: bool = False,
+    watch: bool = False,
+    interval: float = WATCH_INTERVAL,
+    count: int | None = None,
+) -> int:
+    """Print `status` once, or (``watch``) redraw it in place until Ctrl-C / ``count``
+    frames; the exit code: 0, or 2 when stages.toml is missing or invalid (after showing
+    what the state says). Raises CurriculumError (the CLI turns it into one line and an
+    exit code)."""
+    from cosmic_curriculum.report import render_status, status_data
+
+    data = status_data(workspace, config)
+    code = 0 if data["config_loaded"] else 2
+    if as_json:
+        import json
+
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+        return code
+    from rich.console import Console
+
+    console = Console(highlight=False)
+    if not watch:
+        console.print(render_status(data))
+        return code
+    from cosmic_curriculum.watch import watch_status
+
+    watch_status(console, lambda: status_data(workspace, config), interval, count)
+    return 0
+
+
+def _status_options(args: list[str]) -> dict[str, Any] | None:
+    """The options of a plain `status` command line, or None to leave it to Typer."""
+    options: dict[str, Any] = {}
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg in _FLAGS:
+            options[_FLAGS[arg]] = True
+            i += 1
+            continue
+        name, eq, value = arg.partition("=")
+        if name not in _VALUE_OPTIONS:
+            return None
+        if not eq:
+            if i + 1 >= len(args) or args[i + 1].startswith("-"):
+                return None
+            value = args[i + 1]
+            i += 1
+        i += 1
+        try:
+            if name == "--interval":
+                options["interval"] = float(value)
+                if not options["interval"] >= MIN_WATCH_INTERVAL:  # NaN fails too
+                    return None
+            elif name == "--count":
+                options["count"] = int(value)
+                if options["count"] < 1:
+                    return None
+            else:
+                options[name[2:]] = Path(value)
+        except ValueError:
+            return None
+    return options
+
+
+def main() -> None:
+    args = sys.argv[1:]
+    options = _status_options(args[1:]) if args[:1] == ["status"] else None
+    if options is None:
+        from cosmic_curriculum.cli import app
+
+        app()
+        return
+    from cosmic_curriculum.errors import CurriculumError
+
+    try:
+        code = show_status(**options)
+    except CurriculumError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        sys.exit(exc.exit_code)
+    sys.exit(code)
