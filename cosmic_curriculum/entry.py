@@ -102,4 +102,5 @@ def main() -> None:
     except CurriculumError as exc:
         sys.stderr.write(f"error: {exc}\n")
         sys.exit(exc.exit_code)
-    sys.exit(code)
+    if code:
+        sys.exit(code)
