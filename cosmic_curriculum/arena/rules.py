@@ -46,6 +46,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from cosmic_curriculum.arena.settings import GameSettings
+from cosmic_curriculum.arena.turning import held, turn_and_thrust
 
 ACT_SIZE = 6
 F64 = NDArray[np.float64]
@@ -235,44 +236,6 @@ def _consts(settings: GameSettings) -> _Consts:
     return c
 
 
-def _turn_and_thrust(state: ArenaState, act: F64, thrust_dv: F64, s: GameSettings) -> None:
-    """Free rotation: yaw, then pitch, then roll about the ship's own axes, composed into one
-    3x3 matrix per ship and applied to the axes in one batched matmul; then the thrust,
-    strafe and lift velocity changes along the new axes (one more matmul)."""
-    dt = s.tick
-    f, u = state.ship_fwd, state.ship_up
-    axes = np.stack((f, cross(u, f), u), axis=2)  # rows: forward, left, up
-    yaw = act[..., 3] * (s.yaw_rate * dt)
-    if s.allow_pitch_roll:
-        pitch = act[..., 4] * (s.pitch_rate * dt)
-        roll = act[..., 5] * (s.roll_rate * dt)
-    else:  # level ships whose arrays cannot take the complex fast path
-        pitch = roll = np.zeros_like(yaw)
-    cy, sy = np.cos(yaw), np.sin(yaw)
-    cp, sp = np.cos(pitch), np.sin(pitch)
-    cr, sr = np.cos(roll), np.sin(roll)
-    spcy, spsy = sp * cy, sp * sy
-    m = np.empty((*yaw.shape, 3, 3))
-    m[..., 0, 0], m[..., 0, 1], m[..., 0, 2] = cp * cy, cp * sy, sp
-    m[..., 1, 0] = -cr * sy - sr * spcy
-    m[..., 1, 1] = cr * cy - sr * spsy
-    m[..., 1, 2] = sr * cp
-    m[..., 2, 0] = sr * sy - cr * spcy
-    m[..., 2, 1] = -sr * cy - cr * spsy
-    m[..., 2, 2] = cr * cp
-    axes = np.matmul(m, axes)
-    # the rows stay orthonormal to rounding (~1e-15 a tick); kickoffs start them afresh
-    f[...] = axes[..., 0, :]
-    u[...] = axes[..., 2, :]
-    side = s.ship_strafe * dt
-    lift = act[..., 2] * side if s.allow_vertical else np.zeros_like(thrust_dv)
-    push = np.stack((thrust_dv, act[..., 1] * side, lift), axis=-1)[..., None, :]
-    dv = np.matmul(push, axes)[..., 0, :]
-    if not s.allow_vertical:
-        dv[..., 2] = 0.0
-    state.ship_vel += dv
-
-
 def step(
     state: ArenaState, actions: NDArray[Any], settings: GameSettings, rng: np.random.Generator
 ) -> tuple[ArenaState, Events]:
@@ -284,12 +247,9 @@ def step(
     s = settings
     c = _consts(s)
     dt = c.dt
-    # NaN actions count as 0 so one bad policy output cannot poison a game's state
-    act = np.clip(np.nan_to_num(np.asarray(actions, dtype=np.float64)), -1.0, 1.0)
+    h = held(actions, s, c.reverse_dv)
 
     # --- turning and thrust ------------------------------------------------------------
-    thrust = act[..., 0]
-    thrust = thrust * np.where(thrust > 0.0, s.ship_thrust * dt, c.reverse_dv)
     vel = state.ship_vel
     zf = zv = None
     if not s.allow_pitch_roll:
@@ -297,12 +257,13 @@ def step(
     if zf is not None and zv is not None:
         # level ships (up = +z): yaw is a rotation of forward in the x-y plane, and
         # forward/left thrust is forward * (thrust + i strafe) in complex form
-        zf *= np.exp(1j * (act[..., 3] * (s.yaw_rate * dt)))
-        zv += zf * (thrust + 1j * (act[..., 1] * (s.ship_strafe * dt)))
+        spin, thrust_xy = h.level()
+        zf *= spin
+        zv += zf * thrust_xy
         if s.allow_vertical:
-            vel[..., 2] += act[..., 2] * (s.ship_strafe * dt)
+            vel[..., 2] += h.lift
     else:
-        _turn_and_thrust(state, act, thrust, s)
+        turn_and_thrust(state.ship_fwd, state.ship_up, vel, h)
     vel *= c.ship_decay
     pos = state.ship_pos
     pos += vel * dt
