@@ -222,17 +222,36 @@ class _Consts:
         self.ss_factor = 0.5 * (1.0 + s.ship_restitution)
         self.so_dist = s.ship_radius + s.orb_radius
         self.ss_dist = 2.0 * s.ship_radius
+        self.ship_sq_cap = _square_limit(s.ship_max_speed)
+        self.orb_sq_cap = _square_limit(s.orb_max_speed)
+        self.max_ticks = s.max_ticks
+
+
+def _square_limit(cap: float) -> float:
+    """The largest ``x`` with ``sqrt(x) <= cap``: as sqrt is correctly rounded (so
+    monotonic), ``x > limit`` exactly when ``sqrt(x) > cap``, and speeds need no sqrt
+    until one is over its cap."""
+    x = cap * cap
+    while np.sqrt(np.nextafter(x, np.inf)) <= cap:
+        x = float(np.nextafter(x, np.inf))
+    while np.sqrt(x) > cap:
+        x = float(np.nextafter(x, -np.inf))
+    return x
 
 
 _CONSTS: dict[GameSettings, _Consts] = {}
+_LAST: list[tuple[GameSettings, _Consts]] = []  # hashing settings costs a microsecond
 
 
 def _consts(settings: GameSettings) -> _Consts:
+    if _LAST and _LAST[0][0] is settings:
+        return _LAST[0][1]
     c = _CONSTS.get(settings)
     if c is None:
         if len(_CONSTS) > 64:
             _CONSTS.clear()
         c = _CONSTS[settings] = _Consts(settings)
+    _LAST[:] = [(settings, c)]
     return c
 
 
@@ -274,10 +293,12 @@ def step(
     orb_p += orb_v * dt
 
     # --- ship-ship ----------------------------------------------------------------------
+    # (collisions, walls, speed caps and goals are rare in a tick: each is skipped
+    # unless a cheap test finds one; np.count_nonzero is the cheapest such test)
     d = pos[:, 1] - pos[:, 0]
     dist = norm(d)
     hit = dist < c.ss_dist
-    if hit.any():
+    if np.count_nonzero(hit):
         nrm = d / np.maximum(dist, 1e-9)[:, None]
         nrm[dist < 1e-9] = (1.0, 0.0, 0.0)
         vn = dot(vel[:, 1] - vel[:, 0], nrm)
@@ -293,7 +314,7 @@ def step(
     d = orb_p[:, None, :] - pos  # (n, 2, 3)
     dist = norm(d)
     hit = dist < c.so_dist
-    if hit.any():
+    if np.count_nonzero(hit):
         nrm = d / np.maximum(dist, 1e-9)[..., None]
         nrm[dist < 1e-9] = (1.0, 0.0, 0.0)
         vn = dot(orb_v[:, None, :] - vel, nrm)  # (n, 2), < 0 when closing
@@ -308,38 +329,47 @@ def step(
     # (in planar play the z limits are 0 and every z stays exactly 0: nothing to do)
     lim = c.ship_lim
     out = np.abs(pos) > lim
-    if out.any():
+    if np.count_nonzero(out):
         bounce = out & (pos * vel > 0.0)
         np.clip(pos, -lim, lim, out=pos)
         vel *= np.where(bounce, -s.wall_restitution, 1.0)
 
     olim = c.orb_lim
-    in_mouth = np.abs(orb_p[:, 1]) < s.goal_half_width
-    if s.allow_vertical:
-        in_mouth &= np.abs(orb_p[:, 2]) < s.goal_half_height
-    out = np.abs(orb_p) > olim
-    out[:, 0] &= ~in_mouth  # the goal mouth has no wall
-    if out.any():
+    orb_abs = np.abs(orb_p)
+    out = orb_abs > olim
+    in_mouth = None  # needed only when an orb is past an end wall's limit: rare
+    if np.count_nonzero(out[:, 0]):
+        in_mouth = orb_abs[:, 1] < s.goal_half_width
+        if s.allow_vertical:
+            in_mouth &= orb_abs[:, 2] < s.goal_half_height
+        out[:, 0] &= ~in_mouth  # the goal mouth has no wall
+    if np.count_nonzero(out):
         bounce = out & (orb_p * orb_v > 0.0)
         orb_p[...] = np.where(out, np.clip(orb_p, -olim, olim), orb_p)
         orb_v *= np.where(bounce, -s.wall_restitution, 1.0)
 
     # speed caps last, so that collision impulses cannot exceed them either
-    speed = norm(vel)
-    over = speed > s.ship_max_speed
-    if over.any():
+    sq = dot(vel, vel)
+    if np.count_nonzero(sq > c.ship_sq_cap):
+        speed = np.sqrt(sq)
+        over = speed > s.ship_max_speed
         vel *= np.where(over, s.ship_max_speed / np.maximum(speed, 1e-12), 1.0)[..., None]
-    ospeed = norm(orb_v)
-    over = ospeed > s.orb_max_speed
-    if over.any():
+    sq = dot(orb_v, orb_v)
+    if np.count_nonzero(sq > c.orb_sq_cap):
+        ospeed = np.sqrt(sq)
+        over = ospeed > s.orb_max_speed
         orb_v *= np.where(over, s.orb_max_speed / np.maximum(ospeed, 1e-12), 1.0)[:, None]
 
     # --- goals and time -----------------------------------------------------------------
+    state.ticks += 1
+    timeout = state.ticks >= c.max_ticks
+    if in_mouth is None:  # every orb short of the end walls' limits: no goal
+        blue_goal, orange_goal = np.zeros_like(timeout), np.zeros_like(timeout)
+        return state, Events(blue_goal, orange_goal, timeout, timeout.copy())
     blue_goal = in_mouth & (orb_p[:, 0] > s.arena_half_length)
     orange_goal = in_mouth & (orb_p[:, 0] < -s.arena_half_length)
-    state.ticks += 1
     scored = blue_goal | orange_goal
-    timeout = (state.ticks >= s.max_ticks) & ~scored
+    timeout &= ~scored
     return state, Events(blue_goal, orange_goal, timeout, scored | timeout)
 
 
