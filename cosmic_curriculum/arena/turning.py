@@ -71,14 +71,17 @@ class Held:
             m[..., 2, 1] = -sr * cy - cr * spsy
             m[..., 2, 2] = cr * cp
             lift = self.lift if s.allow_vertical else np.zeros_like(yaw)
-            # (n, 2, 3, 1): thrust, strafe, lift as a column that scales the new axes' rows
-            self.push = np.stack((self.thrust, self.strafe, lift), axis=-1)[..., None]
-            # rows forward, left, up, each stored as x y z x y so that the cross product's
-            # rotated components are plain slices (no gathers)
-            self.wide = np.empty((*yaw.shape, 3, 5))
-            self.turned = np.empty((*yaw.shape, 3, 3))
-            self.pushed = np.empty((*yaw.shape, 3, 3))
-            self.scratch = np.empty((*yaw.shape, 3))
+            # thrust, strafe and lift, each repeated over x y z: contiguous operands make
+            # whole-array loops (an (n, 2, 3) view with a stride runs 2n loops of 3)
+            shape = (*yaw.shape, 3)
+            self.push = [
+                np.repeat(p[..., None], 3, axis=-1) for p in (self.thrust, self.strafe, lift)
+            ]
+            # axes before and after the turn, stored axis-major: (3, n, 2, 3) with rows
+            # forward, left, up, so each axis is one contiguous array
+            self.axes = np.empty((3, *shape))
+            self.turned = np.empty((3, *shape))
+            self.scratch = (np.empty(shape), np.empty(shape))
             self._turn = m
         return self._turn
 
@@ -103,31 +106,35 @@ def held(actions: NDArray[Any], s: GameSettings, reverse_dv: float) -> Held:
     return h
 
 
+_NEXT, _AFTER = np.array([1, 2, 0]), np.array([2, 0, 1])  # components k + 1, k + 2 (mod 3)
+
+
 def turn_and_thrust(f: F64, u: F64, vel: F64, h: Held) -> None:
     """Free rotation of the ships' forward ``f`` and up ``u`` (in place): the held turn
     matrix applied to each ship's axes in one batched matmul; then the thrust, strafe and
     lift velocity changes along the new axes, added to ``vel``."""
     m = h.turn()
-    w = h.wide
-    w[..., 0, :3] = f
-    w[..., 0, 3:] = f[..., :2]
-    w[..., 2, :3] = u
-    w[..., 2, 3:] = u[..., :2]
-    # left = up x forward, component k = u[k+1] f[k+2] - u[k+2] f[k+1]
-    left = w[..., 1, :3]
-    np.multiply(w[..., 2, 1:4], w[..., 0, 2:5], out=left)
-    np.multiply(w[..., 2, 2:5], w[..., 0, 1:4], out=h.scratch)
-    left -= h.scratch
-    # rows: forward, left, up. Kept a matmul: BLAS sums these products with fused
-    # multiply-adds, which elementwise numpy cannot reproduce bit for bit
-    axes = np.matmul(m, w[..., :3], out=h.turned)
+    axes, turned, (tmp, dv) = h.axes, h.turned, h.scratch
+    axes[0] = f
+    axes[2] = u
+    # left = up x forward: component k = u[k+1] f[k+2] - u[k+2] f[k+1]
+    np.multiply(u[..., _NEXT], f[..., _AFTER], out=axes[1])
+    np.multiply(u[..., _AFTER], f[..., _NEXT], out=tmp)
+    np.subtract(axes[1], tmp, out=axes[1])
+    # Kept a matmul: BLAS sums these products with fused multiply-adds, which elementwise
+    # numpy cannot reproduce bit for bit. The axis-major views only change its strides.
+    np.matmul(m, axes.transpose(1, 2, 0, 3), out=turned.transpose(1, 2, 0, 3))
     # the rows stay orthonormal to rounding (~1e-15 a tick); kickoffs start them afresh
-    f[...] = axes[..., 0, :]
-    u[...] = axes[..., 2, :]
-    # push @ axes, summed in the order a vector-matrix product sums it
-    p = np.multiply(h.push, axes, out=h.pushed)
-    dv = np.add(p[..., 0, :], p[..., 1, :], out=h.scratch)
-    dv += p[..., 2, :]
+    f[...] = turned[0]
+    u[...] = turned[2]
+    # thrust, strafe, lift along the new axes, summed in the order the vector-matrix
+    # product (push @ axes) this replaces summed them
+    thrust, strafe, lift = h.push
+    np.multiply(thrust, turned[0], out=dv)
+    np.multiply(strafe, turned[1], out=tmp)
+    np.add(dv, tmp, out=dv)
+    np.multiply(lift, turned[2], out=tmp)
+    np.add(dv, tmp, out=dv)
     if not h.s.allow_vertical:
         dv[..., 2] = 0.0
-    vel += dv
+    np.add(vel, dv, out=vel)
