@@ -225,6 +225,18 @@ class _Consts:
         self.ship_sq_cap = _square_limit(s.ship_max_speed)
         self.orb_sq_cap = _square_limit(s.orb_max_speed)
         self.max_ticks = s.max_ticks
+        self._full_lims: dict[int, tuple[F64, F64]] = {}
+
+    def full_lims(self, n: int) -> tuple[F64, F64]:
+        """The wall limits repeated to the ships' and orbs' shapes: comparing with a
+        broadcast (3,) row runs one numpy inner loop per body, with these just one."""
+        lims = self._full_lims.get(n)
+        if lims is None:
+            lims = self._full_lims[n] = (
+                np.ascontiguousarray(np.broadcast_to(self.ship_lim, (n, 2, 3))),
+                np.ascontiguousarray(np.broadcast_to(self.orb_lim, (n, 3))),
+            )
+        return lims
 
 
 def _square_limit(cap: float) -> float:
@@ -328,7 +340,8 @@ def step(
     # --- walls --------------------------------------------------------------------------
     # (in planar play the z limits are 0 and every z stays exactly 0: nothing to do)
     lim = c.ship_lim
-    out = np.abs(pos) > lim
+    ship_lims, orb_lims = c.full_lims(state.n)
+    out = np.abs(pos) > ship_lims
     if np.count_nonzero(out):
         bounce = out & (pos * vel > 0.0)
         np.clip(pos, -lim, lim, out=pos)
@@ -336,7 +349,7 @@ def step(
 
     olim = c.orb_lim
     orb_abs = np.abs(orb_p)
-    out = orb_abs > olim
+    out = orb_abs > orb_lims
     in_mouth = None  # needed only when an orb is past an end wall's limit: rare
     if np.count_nonzero(out[:, 0]):
         in_mouth = orb_abs[:, 1] < s.goal_half_width
