@@ -34,7 +34,9 @@ vertical component of thrust are dropped); ``allow_pitch_roll = False`` ignores 
 roll so ships stay level (yaw only).
 
 :func:`step` updates the state in place (speed matters at thousands of games) and returns
-it; use :meth:`ArenaState.copy` when the previous state is needed.
+it; use :meth:`ArenaState.copy` when the previous state is needed. What it derives from the
+actions alone (clipping, thrust, turn matrices) is kept while the same actions come back
+(``arena.turning``): bots hold an action for a whole decision.
 """
 
 from __future__ import annotations
