@@ -34,7 +34,9 @@ vertical component of thrust are dropped); ``allow_pitch_roll = False`` ignores 
 roll so ships stay level (yaw only).
 
 :func:`step` updates the state in place (speed matters at thousands of games) and returns
-it; use :meth:`ArenaState.copy` when the previous state is needed.
+it; use :meth:`ArenaState.copy` when the previous state is needed. What it derives from the
+actions alone (clipping, thrust, turn matrices) is kept while the same actions come back
+(``arena.turning``): bots hold an action for a whole decision.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from cosmic_curriculum.arena.settings import GameSettings
+from cosmic_curriculum.arena.turning import held, turn_and_thrust
 
 ACT_SIZE = 6
 F64 = NDArray[np.float64]
@@ -221,56 +224,49 @@ class _Consts:
         self.ss_factor = 0.5 * (1.0 + s.ship_restitution)
         self.so_dist = s.ship_radius + s.orb_radius
         self.ss_dist = 2.0 * s.ship_radius
+        self.ship_sq_cap = _square_limit(s.ship_max_speed)
+        self.orb_sq_cap = _square_limit(s.orb_max_speed)
+        self.max_ticks = s.max_ticks
+        self._full_lims: dict[int, tuple[F64, F64]] = {}
+
+    def full_lims(self, n: int) -> tuple[F64, F64]:
+        """The wall limits repeated to the ships' and orbs' shapes: comparing with a
+        broadcast (3,) row runs one numpy inner loop per body, with these just one."""
+        lims = self._full_lims.get(n)
+        if lims is None:
+            lims = self._full_lims[n] = (
+                np.ascontiguousarray(np.broadcast_to(self.ship_lim, (n, 2, 3))),
+                np.ascontiguousarray(np.broadcast_to(self.orb_lim, (n, 3))),
+            )
+        return lims
+
+
+def _square_limit(cap: float) -> float:
+    """The largest ``x`` with ``sqrt(x) <= cap``: as sqrt is correctly rounded (so
+    monotonic), ``x > limit`` exactly when ``sqrt(x) > cap``, and speeds need no sqrt
+    until one is over its cap."""
+    x = cap * cap
+    while np.sqrt(np.nextafter(x, np.inf)) <= cap:
+        x = float(np.nextafter(x, np.inf))
+    while np.sqrt(x) > cap:
+        x = float(np.nextafter(x, -np.inf))
+    return x
 
 
 _CONSTS: dict[GameSettings, _Consts] = {}
+_LAST: list[tuple[GameSettings, _Consts]] = []  # hashing settings costs a microsecond
 
 
 def _consts(settings: GameSettings) -> _Consts:
+    if _LAST and _LAST[0][0] is settings:
+        return _LAST[0][1]
     c = _CONSTS.get(settings)
     if c is None:
         if len(_CONSTS) > 64:
             _CONSTS.clear()
         c = _CONSTS[settings] = _Consts(settings)
+    _LAST[:] = [(settings, c)]
     return c
-
-
-def _turn_and_thrust(state: ArenaState, act: F64, thrust_dv: F64, s: GameSettings) -> None:
-    """Free rotation: yaw, then pitch, then roll about the ship's own axes, composed into one
-    3x3 matrix per ship and applied to the axes in one batched matmul; then the thrust,
-    strafe and lift velocity changes along the new axes (one more matmul)."""
-    dt = s.tick
-    f, u = state.ship_fwd, state.ship_up
-    axes = np.stack((f, cross(u, f), u), axis=2)  # rows: forward, left, up
-    yaw = act[..., 3] * (s.yaw_rate * dt)
-    if s.allow_pitch_roll:
-        pitch = act[..., 4] * (s.pitch_rate * dt)
-        roll = act[..., 5] * (s.roll_rate * dt)
-    else:  # level ships whose arrays cannot take the complex fast path
-        pitch = roll = np.zeros_like(yaw)
-    cy, sy = np.cos(yaw), np.sin(yaw)
-    cp, sp = np.cos(pitch), np.sin(pitch)
-    cr, sr = np.cos(roll), np.sin(roll)
-    spcy, spsy = sp * cy, sp * sy
-    m = np.empty((*yaw.shape, 3, 3))
-    m[..., 0, 0], m[..., 0, 1], m[..., 0, 2] = cp * cy, cp * sy, sp
-    m[..., 1, 0] = -cr * sy - sr * spcy
-    m[..., 1, 1] = cr * cy - sr * spsy
-    m[..., 1, 2] = sr * cp
-    m[..., 2, 0] = sr * sy - cr * spcy
-    m[..., 2, 1] = -sr * cy - cr * spsy
-    m[..., 2, 2] = cr * cp
-    axes = np.matmul(m, axes)
-    # the rows stay orthonormal to rounding (~1e-15 a tick); kickoffs start them afresh
-    f[...] = axes[..., 0, :]
-    u[...] = axes[..., 2, :]
-    side = s.ship_strafe * dt
-    lift = act[..., 2] * side if s.allow_vertical else np.zeros_like(thrust_dv)
-    push = np.stack((thrust_dv, act[..., 1] * side, lift), axis=-1)[..., None, :]
-    dv = np.matmul(push, axes)[..., 0, :]
-    if not s.allow_vertical:
-        dv[..., 2] = 0.0
-    state.ship_vel += dv
 
 
 def step(
@@ -284,12 +280,9 @@ def step(
     s = settings
     c = _consts(s)
     dt = c.dt
-    # NaN actions count as 0 so one bad policy output cannot poison a game's state
-    act = np.clip(np.nan_to_num(np.asarray(actions, dtype=np.float64)), -1.0, 1.0)
+    h = held(actions, s, c.reverse_dv)
 
     # --- turning and thrust ------------------------------------------------------------
-    thrust = act[..., 0]
-    thrust = thrust * np.where(thrust > 0.0, s.ship_thrust * dt, c.reverse_dv)
     vel = state.ship_vel
     zf = zv = None
     if not s.allow_pitch_roll:
@@ -297,12 +290,13 @@ def step(
     if zf is not None and zv is not None:
         # level ships (up = +z): yaw is a rotation of forward in the x-y plane, and
         # forward/left thrust is forward * (thrust + i strafe) in complex form
-        zf *= np.exp(1j * (act[..., 3] * (s.yaw_rate * dt)))
-        zv += zf * (thrust + 1j * (act[..., 1] * (s.ship_strafe * dt)))
+        spin, thrust_xy = h.level()
+        zf *= spin
+        zv += zf * thrust_xy
         if s.allow_vertical:
-            vel[..., 2] += act[..., 2] * (s.ship_strafe * dt)
+            vel[..., 2] += h.lift
     else:
-        _turn_and_thrust(state, act, thrust, s)
+        turn_and_thrust(state.ship_fwd, state.ship_up, vel, h)
     vel *= c.ship_decay
     pos = state.ship_pos
     pos += vel * dt
@@ -313,10 +307,12 @@ def step(
     orb_p += orb_v * dt
 
     # --- ship-ship ----------------------------------------------------------------------
+    # (collisions, walls, speed caps and goals are rare in a tick: each is skipped
+    # unless a cheap test finds one; np.count_nonzero is the cheapest such test)
     d = pos[:, 1] - pos[:, 0]
     dist = norm(d)
     hit = dist < c.ss_dist
-    if hit.any():
+    if np.count_nonzero(hit):
         nrm = d / np.maximum(dist, 1e-9)[:, None]
         nrm[dist < 1e-9] = (1.0, 0.0, 0.0)
         vn = dot(vel[:, 1] - vel[:, 0], nrm)
@@ -332,7 +328,7 @@ def step(
     d = orb_p[:, None, :] - pos  # (n, 2, 3)
     dist = norm(d)
     hit = dist < c.so_dist
-    if hit.any():
+    if np.count_nonzero(hit):
         nrm = d / np.maximum(dist, 1e-9)[..., None]
         nrm[dist < 1e-9] = (1.0, 0.0, 0.0)
         vn = dot(orb_v[:, None, :] - vel, nrm)  # (n, 2), < 0 when closing
@@ -346,39 +342,49 @@ def step(
     # --- walls --------------------------------------------------------------------------
     # (in planar play the z limits are 0 and every z stays exactly 0: nothing to do)
     lim = c.ship_lim
-    out = np.abs(pos) > lim
-    if out.any():
+    ship_lims, orb_lims = c.full_lims(state.n)
+    out = np.abs(pos) > ship_lims
+    if np.count_nonzero(out):
         bounce = out & (pos * vel > 0.0)
         np.clip(pos, -lim, lim, out=pos)
         vel *= np.where(bounce, -s.wall_restitution, 1.0)
 
     olim = c.orb_lim
-    in_mouth = np.abs(orb_p[:, 1]) < s.goal_half_width
-    if s.allow_vertical:
-        in_mouth &= np.abs(orb_p[:, 2]) < s.goal_half_height
-    out = np.abs(orb_p) > olim
-    out[:, 0] &= ~in_mouth  # the goal mouth has no wall
-    if out.any():
+    orb_abs = np.abs(orb_p)
+    out = orb_abs > orb_lims
+    in_mouth = None  # needed only when an orb is past an end wall's limit: rare
+    if np.count_nonzero(out[:, 0]):
+        in_mouth = orb_abs[:, 1] < s.goal_half_width
+        if s.allow_vertical:
+            in_mouth &= orb_abs[:, 2] < s.goal_half_height
+        out[:, 0] &= ~in_mouth  # the goal mouth has no wall
+    if np.count_nonzero(out):
         bounce = out & (orb_p * orb_v > 0.0)
         orb_p[...] = np.where(out, np.clip(orb_p, -olim, olim), orb_p)
         orb_v *= np.where(bounce, -s.wall_restitution, 1.0)
 
     # speed caps last, so that collision impulses cannot exceed them either
-    speed = norm(vel)
-    over = speed > s.ship_max_speed
-    if over.any():
+    sq = dot(vel, vel)
+    if np.count_nonzero(sq > c.ship_sq_cap):
+        speed = np.sqrt(sq)
+        over = speed > s.ship_max_speed
         vel *= np.where(over, s.ship_max_speed / np.maximum(speed, 1e-12), 1.0)[..., None]
-    ospeed = norm(orb_v)
-    over = ospeed > s.orb_max_speed
-    if over.any():
+    sq = dot(orb_v, orb_v)
+    if np.count_nonzero(sq > c.orb_sq_cap):
+        ospeed = np.sqrt(sq)
+        over = ospeed > s.orb_max_speed
         orb_v *= np.where(over, s.orb_max_speed / np.maximum(ospeed, 1e-12), 1.0)[:, None]
 
     # --- goals and time -----------------------------------------------------------------
+    state.ticks += 1
+    timeout = state.ticks >= c.max_ticks
+    if in_mouth is None:  # every orb short of the end walls' limits: no goal
+        blue_goal, orange_goal = np.zeros_like(timeout), np.zeros_like(timeout)
+        return state, Events(blue_goal, orange_goal, timeout, timeout.copy())
     blue_goal = in_mouth & (orb_p[:, 0] > s.arena_half_length)
     orange_goal = in_mouth & (orb_p[:, 0] < -s.arena_half_length)
-    state.ticks += 1
     scored = blue_goal | orange_goal
-    timeout = (state.ticks >= s.max_ticks) & ~scored
+    timeout &= ~scored
     return state, Events(blue_goal, orange_goal, timeout, scored | timeout)
 
 

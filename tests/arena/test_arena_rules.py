@@ -9,6 +9,7 @@ from arena_helpers import FULL, PLANAR, crowded_state
 from cosmic_curriculum.arena.rules import (
     ACT_SIZE,
     ArenaState,
+    _square_limit,
     kickoff_jitter,
     mirror_state,
     new_state,
@@ -268,3 +269,13 @@ def test_nan_and_out_of_range_actions_are_tamed() -> None:
         b, _ = step(b, tame, FULL, rng)
     assert np.all(np.isfinite(a.ship_pos))
     np.testing.assert_array_equal(a.ship_pos, b.ship_pos)
+
+
+@pytest.mark.parametrize("cap", [14.0, 30.0, 0.1, 3.0, 1e3, 7.3, float(np.pi)])
+def test_speed_caps_compare_squares_exactly_as_speeds(cap: float) -> None:
+    # the rules test speed**2 against this limit to skip the sqrt: it must be the exact
+    # boundary of sqrt(x) > cap
+    limit = _square_limit(cap)
+    assert np.sqrt(limit) <= cap < np.sqrt(np.nextafter(limit, np.inf))
+    near = limit + np.arange(-50, 51) * np.spacing(limit)
+    np.testing.assert_array_equal(near > limit, np.sqrt(near) > cap)

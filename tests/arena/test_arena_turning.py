@@ -1,0 +1,53 @@
+"""Held actions: reusing what the rules derive from the same actions changes no bit."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from arena_helpers import FULL, PLANAR, crowded_state
+
+from cosmic_curriculum.arena import turning
+from cosmic_curriculum.arena.rules import ACT_SIZE, step
+from cosmic_curriculum.arena.settings import GameSettings
+
+FIELDS = ("ship_pos", "ship_vel", "ship_fwd", "ship_up", "orb_pos", "orb_vel")
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [FULL, PLANAR, GameSettings(allow_pitch_roll=False), GameSettings(allow_vertical=False)],
+    ids=["3d", "planar", "3d-level", "flat-pitch-roll"],
+)
+def test_held_actions_give_the_same_bits_as_fresh_ones(settings: GameSettings) -> None:
+    rng = np.random.default_rng(3)
+    cached = crowded_state(64, rng, settings)
+    fresh = cached.copy()
+    actions = rng.uniform(-1.2, 1.2, size=(64, 2, ACT_SIZE))
+    actions[0, 1, 4] = np.nan
+    for t in range(120):
+        if t % 16 == 0:
+            actions = rng.uniform(-1.2, 1.2, size=(64, 2, ACT_SIZE))
+        cached, _ = step(cached, actions, settings, rng)
+        turning._HELD.clear()  # nothing held: everything derived afresh this tick
+        fresh, _ = step(fresh, actions.copy(), settings, rng)
+    for name in FIELDS:
+        assert getattr(cached, name).tobytes() == getattr(fresh, name).tobytes(), name
+
+
+def test_actions_changed_in_place_are_not_mistaken_for_held_ones() -> None:
+    # callers reuse one actions array and overwrite parts of it between ticks
+    rng = np.random.default_rng(4)
+    a, b = crowded_state(8, rng), crowded_state(8, np.random.default_rng(4))
+    shared = np.zeros((8, 2, ACT_SIZE))
+    for t in range(40):
+        shared[:, t % 2] = rng.uniform(-1, 1, size=(8, ACT_SIZE))
+        a, _ = step(a, shared, FULL, rng)  # the previous tick's actions are still held
+        turning._HELD.clear()
+        b, _ = step(b, shared.copy(), FULL, rng)
+    for name in FIELDS:
+        assert getattr(a, name).tobytes() == getattr(b, name).tobytes(), name
+    # the same bytes in another dtype or shape are other actions
+    h64 = turning.held(np.zeros((4, 2, ACT_SIZE)), FULL, 0.1)
+    assert turning.held(np.zeros((4, 2, ACT_SIZE), dtype=np.float32), FULL, 0.1) is not h64
+    assert turning.held(np.zeros((2, 4, ACT_SIZE)), FULL, 0.1) is not h64
+    assert turning.held(np.zeros((4, 2, ACT_SIZE)), FULL, 0.1) is h64
