@@ -3,13 +3,15 @@
 A bot is an ``arena.policy.Policy`` (re-exported here as ``Bot``) that also records the
 ``game`` it was made for. Modules: ``mlp`` (numpy inference of exported weights),
 ``scripted`` (the rookie), ``simple`` (inert and random), ``schema`` (the file format as
-pydantic models), ``format`` (build, load, save and hash bot files) and ``specs`` (an
-opponent named on the command line). Never imports torch; the arena never imports this
+pydantic models), ``format`` (build, load, save and hash bot files), ``specs`` (an
+opponent named on the command line) and ``onnx_model`` (MLP bots as ONNX, imported only
+when an ``.onnx`` file is met). Never imports torch; the arena never imports this
 package.
 """
 
 from cosmic_curriculum.arena.policy import Policy as Bot
 from cosmic_curriculum.bots.format import (
+    bot_files,
     bot_from_document,
     bot_sha256,
     load_bot,
@@ -43,6 +45,7 @@ __all__ = [
     "RandomBot",
     "ScriptedBot",
     "ScriptedParams",
+    "bot_files",
     "bot_from_document",
     "bot_from_spec",
     "bot_sha256",

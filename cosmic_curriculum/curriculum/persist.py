@@ -1,7 +1,7 @@
 """What a decision leaves behind: the review of a block, the curves, the git commit and push.
 
 Commits carry only our paths (``git commit -- paths``): the state, the history, every logged
-attempt's bot, log and curve, the reviews and the curriculum's curves. A failed commit is a
+attempt's bot (JSON and ONNX), log and curve, the reviews and the curriculum's curves. A failed commit is a
 warning (progress is on disk and committed later); a failed push is retried after the next
 commit.
 """
@@ -14,6 +14,7 @@ from cosmic_curriculum import fsio, history, vcs
 from cosmic_curriculum.curriculum import transitions as t
 from cosmic_curriculum.curriculum.context import REASON_HINT, Run
 from cosmic_curriculum.errors import GitError
+from cosmic_curriculum.layout import committed_paths
 
 COMMIT_PREFIX = "chore(training): curriculum progress after"
 
@@ -38,7 +39,7 @@ def commit(run: Run, experiment: str, extra: list[Path] | None = None, quiet: bo
     files: list[Path] = [paths.state, paths.history, *(extra or [])]
     for entry in run.state.log:
         exp = entry.experiment
-        files += [paths.bot(exp), paths.log(exp), paths.curve(exp)]
+        files += [paths.root / p for p in committed_paths(exp)]
     files += paths.reviews()
     files.append(paths.curves)
     if experiment == "catch-up":

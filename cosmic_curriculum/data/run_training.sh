@@ -4,16 +4,16 @@
 #   scripts/run_training.sh EXPERIMENT --timesteps N --n-parallel N --speedup N [flags...]
 #
 # Run from the workspace. Trains with `python -m cosmic_curriculum train` (interpreter:
-# $COSMIC_CURRICULUM_PYTHON, default python3), which leaves checkpoints/EXPERIMENT/final.zip
-# and bots/EXPERIMENT.json. The trainer's exit code passes through (2 = bad flags,
+# $COSMIC_CURRICULUM_PYTHON, default python3), which leaves checkpoints/EXPERIMENT/final.zip,
+# bots/EXPERIMENT.json and its ONNX twin bots/EXPERIMENT.onnx. The trainer's exit code passes through (2 = bad flags,
 # 130/143 = stopped by SIGINT/SIGTERM after saving a checkpoint and a partial bot).
 #
 # With COSMIC_CURRICULUM_NO_GIT=1 (the orchestrator sets it and commits the same paths
 # itself, and appends our output to the log) this is only the trainer. Otherwise:
 #   1. git pull --ff-only when the branch has an upstream (a failure is a warning),
 #   2. train, appending all output to logs/EXPERIMENT.log,
-#   3. on success commit bots/EXPERIMENT.json and the log (and the learning-curve PNG)
-#      -- only those paths -- and push (a failed push is a warning).
+#   3. on success commit bots/EXPERIMENT.json and .onnx and the log (and the learning-curve
+#      PNG) -- only those paths -- and push (a failed push is a warning).
 set -u
 
 PY="${COSMIC_CURRICULUM_PYTHON:-python3}"
