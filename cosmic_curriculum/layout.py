@@ -85,8 +85,9 @@ def published_paths(experiment: str) -> list[Path]:
 
 
 def committed_paths(experiment: str) -> list[Path]:
-    """What `run_training.sh` and the curriculum commit for an experiment: its results and
-    the bot's ONNX twin (a few KB, and what a game embeds, so it travels with the JSON)."""
+    """What the curriculum commits for an experiment: its results and the bot's ONNX twin
+    (a few KB, and what a game embeds, so it travels with the JSON). `run_training.sh`
+    alone publishes just :func:`published_paths` (bot, log and curve, as it promises)."""
     return [*published_paths(experiment), Path("bots") / f"{experiment}.onnx"]
 
 

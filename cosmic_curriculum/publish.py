@@ -1,8 +1,8 @@
 """Commit a finished experiment's bot, log and curve, then push (what run_training.sh calls).
 
 ``python -m cosmic_curriculum.publish EXPERIMENT [--workspace DIR]`` commits only
-``bots/EXPERIMENT.json`` and its ONNX twin ``bots/EXPERIMENT.onnx``, ``logs/EXPERIMENT.log``
-and ``logs/EXPERIMENT.curve.png`` (those that exist) and pushes the branch. A failed push is a warning (exit 0: training results are
+``bots/EXPERIMENT.json``, ``logs/EXPERIMENT.log`` and ``logs/EXPERIMENT.curve.png`` (those
+that exist) and pushes the branch. A failed push is a warning (exit 0: training results are
 committed locally and the next push carries them); a failed commit exits 1 with one line.
 Checkpoints are not committed: they are large and contain pickles.
 """
@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from cosmic_curriculum.errors import CurriculumError
-from cosmic_curriculum.layout import committed_paths
+from cosmic_curriculum.layout import published_paths
 
 
 def publish(workspace: Path, experiment: str, push_timeout: float = 30.0) -> tuple[bool, bool]:
@@ -23,7 +23,7 @@ def publish(workspace: Path, experiment: str, push_timeout: float = 30.0) -> tup
 
     committed = vcs.commit_paths(
         workspace,
-        committed_paths(experiment),
+        published_paths(experiment),
         f"Train {experiment}: bot, log and learning curve",
     )
     ok, message = vcs.push(workspace, timeout=push_timeout)

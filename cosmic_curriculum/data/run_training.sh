@@ -12,8 +12,10 @@
 # itself, and appends our output to the log) this is only the trainer. Otherwise:
 #   1. git pull --ff-only when the branch has an upstream (a failure is a warning),
 #   2. train, appending all output to logs/EXPERIMENT.log,
-#   3. on success commit bots/EXPERIMENT.json and .onnx and the log (and the learning-curve
-#      PNG) -- only those paths -- and push (a failed push is a warning).
+#   3. on success commit bots/EXPERIMENT.json and the log (and the learning-curve PNG)
+#      -- only those paths -- and push (a failed push is a warning). The ONNX twin is
+#      left for you to commit (or regenerate with `cosmic-curriculum export-onnx`); the
+#      curriculum commits it with the rest.
 set -u
 
 PY="${COSMIC_CURRICULUM_PYTHON:-python3}"
