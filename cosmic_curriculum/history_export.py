@@ -69,9 +69,11 @@ def _pair(value: Any) -> tuple[Any, Any]:
 
 def record_row(record: dict[str, Any]) -> dict[str, Any]:
     """One history record (already validated by ``history.load``) as a row of COLUMNS."""
-    wins, losses, draws = record["wins_a"], record["wins_b"], record["draws"]
-    episodes = record["episodes"]
-    gate = record.get("gate") if isinstance(record.get("gate"), dict) else {}
+    wins: int = record["wins_a"]
+    losses: int = record["wins_b"]
+    draws: int = record["draws"]
+    episodes: int = record["episodes"]
+    gate: dict[str, Any] = record["gate"] if isinstance(record.get("gate"), dict) else {}
     candidate = record.get("candidate")
     experiment = record.get("curriculum_experiment")
     if not isinstance(experiment, str) and isinstance(candidate, str):
@@ -81,7 +83,7 @@ def record_row(record: dict[str, Any]) -> dict[str, Any]:
     elo_lo, elo_hi = _pair(record.get("elo_ci95"))
     raw = {
         "time": record.get("created_at"),
-        "stage": stage + 1 if _typed(stage, "int") is not None else None,
+        "stage": stage + 1 if isinstance(stage, int) and not isinstance(stage, bool) else None,
         "experiment": experiment,
         "attempt": record.get("attempt"),
         "candidate": candidate,

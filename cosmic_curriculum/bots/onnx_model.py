@@ -199,8 +199,7 @@ def _check_io(path: Path, what: str, args: list[Any], size: int) -> None:
     shape = list(arg.shape or [])
     if arg.type != "tensor(float)" or len(shape) != 2 or shape[1] != size:
         raise BotError(
-            f"{path}: {what} {arg.name!r} is {arg.type} {shape}, expected float32 "
-            f"[batch, {size}]"
+            f"{path}: {what} {arg.name!r} is {arg.type} {shape}, expected float32 [batch, {size}]"
         )
 
 
@@ -241,8 +240,7 @@ def load_onnx_bot(path: str | Path) -> OnnxBot:
         ticks = check_decision_ticks(int(metadata["decision_ticks"]))
     except ValueError:
         raise BotError(
-            f"{path}: metadata decision_ticks {metadata['decision_ticks']!r} is not an "
-            "integer >= 1"
+            f"{path}: metadata decision_ticks {metadata['decision_ticks']!r} is not an integer >= 1"
         ) from None
     try:
         game = GameSettings.model_validate(fsio.loads(metadata["game"]))

@@ -4,9 +4,9 @@ Each command parses its options, imports the module that does the work *inside* 
 function (so `status` never pays for torch or stable-baselines3), calls one function, and
 turns a :class:`~cosmic_curriculum.errors.CurriculumError` into a one-line message and an
 exit code. One module per group of commands: :mod:`.train`, :mod:`.curriculum` (run,
-status, init), :mod:`.evaluate` (evaluate, replay, ladder), :mod:`.gate` (gate simulate), :mod:`.export` (export-onnx, history export);
-:mod:`.app` holds the app and the shared error handling. Result tables live in
-:mod:`cosmic_curriculum.tables`.
+status, init), :mod:`.evaluate` (evaluate, replay, ladder), :mod:`.gate` (gate simulate),
+:mod:`.export` (export-onnx, history export); :mod:`.app` holds the app and the shared
+error handling. Result tables live in :mod:`cosmic_curriculum.tables`.
 """
 
 # Importing a command module registers its commands on the app, in --help order.

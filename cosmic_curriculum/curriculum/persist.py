@@ -1,9 +1,9 @@
 """What a decision leaves behind: the review of a block, the curves, the git commit and push.
 
 Commits carry only our paths (``git commit -- paths``): the state, the history, every logged
-attempt's bot (JSON and ONNX), log and curve, the reviews and the curriculum's curves. A failed commit is a
-warning (progress is on disk and committed later); a failed push is retried after the next
-commit.
+attempt's bot (JSON and ONNX), log and curve, the reviews and the curriculum's curves. A
+failed commit is a warning (progress is on disk and committed later); a failed push is
+retried after the next commit.
 """
 
 from __future__ import annotations

@@ -177,8 +177,10 @@ def test_evaluate_ladder_and_replay_take_onnx_bots(tmp_path: Path) -> None:
     runner = CliRunner()
     result = runner.invoke(
         app,
-        ["ladder", "--bots-dir", str(ws), "--pairs", "1", "--out-dir", str(tmp_path)]
-        + ["--game-from", str(onnx_path)],
+        [
+            *["ladder", "--bots-dir", str(ws), "--pairs", "1", "--out-dir", str(tmp_path)],
+            *["--game-from", str(onnx_path)],
+        ],
     )
     assert result.exit_code == 0, result.output
     ladder = json.loads((tmp_path / "ladder.json").read_text())

@@ -17,8 +17,7 @@ from cosmic_curriculum import bots, train
 from cosmic_curriculum.arena.observations import OBS_SIZE
 from cosmic_curriculum.layout import Layout
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bots"))
-from bot_helpers import arena_observations  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bots"))  # bot_helpers
 
 TOLERANCE = 1e-5
 
@@ -36,6 +35,8 @@ def max_diffs(model: PPO, json_path: Path, onnx_path: Path, obs: np.ndarray) -> 
 
 @pytest.mark.slow
 def test_trained_bot_onnx_twin_matches_numpy_and_torch(tmp_path: Path) -> None:
+    from bot_helpers import arena_observations
+
     result = train.train(tiny(tmp_path, net_arch=(32, 32)))
     layout = Layout(tmp_path)
     json_path, onnx_path = layout.bot("exp"), layout.onnx("exp")
