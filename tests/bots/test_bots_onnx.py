@@ -288,3 +288,14 @@ def test_loading_json_bots_imports_neither_onnx_nor_onnxruntime() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_the_python_example_of_bot_format_md_runs(tmp_path: Path) -> None:
+    text = (REPO / "docs" / "BOT_FORMAT.md").read_text()
+    section = text.split("## Use the bot in your game (ONNX)", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    onnx_path = write_onnx(write(tmp_path, case_doc("tanh-normalised")))
+    scope: dict[str, Any] = {}
+    exec(code.replace("bots/my-bot.onnx", str(onnx_path)), scope)
+    assert scope["action"].shape == (2, ACT_SIZE) and scope["every"] == pytest.approx(8 / 60)
+    assert scope["game"]["time_limit"] == 10.0
