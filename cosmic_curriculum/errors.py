@@ -46,6 +46,12 @@ class GitError(CurriculumError):
     """The git repository is in a state we must not touch."""
 
 
+class UncommittedError(GitError):
+    """The run's results are on disk but git could not commit them (hook, gpg, ...)."""
+
+    exit_code = 3
+
+
 class LockError(CurriculumError):
     """Another run holds the workspace."""
 

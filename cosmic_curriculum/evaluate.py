@@ -13,8 +13,11 @@ Determinism: batch ``k`` is played with the seed derived from ``(seed, k)`` by n
 ``SeedSequence``, so the same bots (same bytes), game settings, seed, rule and
 ``batch_pairs`` give an identical record apart from ``id``/``created_at``/``seconds``.
 Changing ``batch_pairs`` changes which kickoffs are played (a different, equally valid
-sample); a margin or ungated evaluation of N episodes is always one batch of N/2 pairs
-with seed ``(seed, 0)``, so those two agree with each other.
+sample); a margin or ungated evaluation of N episodes is one batch of N/2 pairs with seed
+``(seed, 0)``, so those two agree with each other. Memory stays bounded whatever N: no
+batch holds more than :data:`MAX_BATCH_PAIRS` pairs (larger N: consecutive batches of
+that size, seeds ``(seed, 0)``, ``(seed, 1)``, ...), outcomes are tallied in a compact
+array, and records list single pairs only up to :data:`MAX_LISTED_PAIRS`.
 
 Every evaluation appends exactly one record to the history (``history.append_record``)
 and returns it.
@@ -38,6 +41,12 @@ if TYPE_CHECKING:
     from cosmic_curriculum.bots import Bot
 
 DEFAULT_EPISODES = 100
+# Memory ceiling: a batch of games costs about 4 KB per pair, so no batch plays more than
+# this many pairs (about 8 MB); larger evaluations are played in batches of this size.
+MAX_BATCH_PAIRS = 2048
+# Records list every pair up to this many; a larger evaluation records the pair-score
+# histogram instead (`pair_counts`), which keeps every statistic without O(n) JSON.
+MAX_LISTED_PAIRS = 50_000
 
 
 def batch_seed(seed: int, batch: int) -> int:
@@ -61,7 +70,7 @@ def game_for(bot: Bot) -> GameSettings:
     return recorded
 
 
-def _check_even(episodes: int, option: str) -> int:
+def check_even(episodes: int, option: str) -> int:
     if episodes < 2 or episodes % 2:
         raise EvaluationError(
             f"{option}={episodes}: episodes are played in seat-swapped pairs, so the count "
@@ -77,22 +86,48 @@ def _check_seed(seed: int) -> int:
 
 
 class _Tally:
-    """Running counts over the pairs that count toward the decision."""
+    """Running counts over the pairs that count toward the decision (2 bytes a pair)."""
 
     def __init__(self) -> None:
-        self.pairs: list[list[int]] = []
+        self._outcomes = np.zeros((0, 2), dtype=np.int8)
+        self.n = 0
+        self.wins_a = self.wins_b = self.draws = 0
 
     def add(self, outcomes: np.ndarray) -> None:
-        self.pairs.extend([[int(a), int(b)] for a, b in outcomes])
+        new = np.asarray(outcomes, dtype=np.int8).reshape(-1, 2)
+        if self.n + len(new) > len(self._outcomes):  # grow geometrically, not per batch
+            grown = np.zeros((max(2 * len(self._outcomes), self.n + len(new)), 2), np.int8)
+            grown[: self.n] = self._outcomes[: self.n]
+            self._outcomes = grown
+        self._outcomes[self.n : self.n + len(new)] = new
+        self.n += len(new)
+        self.wins_a += int((new == 1).sum())
+        self.wins_b += int((new == -1).sum())
+        self.draws += int((new == 0).sum())
+
+    @property
+    def outcomes(self) -> np.ndarray:
+        return self._outcomes[: self.n]
+
+    @property
+    def pairs(self) -> list[list[int]]:
+        listed: list[list[int]] = self.outcomes.astype(int).tolist()
+        return listed
 
     @property
     def counts(self) -> tuple[int, int, int]:
-        flat = [o for pair in self.pairs for o in pair]
-        return flat.count(1), flat.count(-1), flat.count(0)
+        return self.wins_a, self.wins_b, self.draws
 
     @property
     def pair_scores(self) -> list[float]:
-        return [stats.pair_score(a, b) for a, b in self.pairs]
+        """The candidate's mean score in each pair (= ``stats.pair_score``)."""
+        scores: list[float] = ((self.outcomes.sum(axis=1, dtype=np.int64) + 2) / 4.0).tolist()
+        return scores
+
+    def pair_counts(self) -> list[int]:
+        """How many pairs the candidate scored 0, 0.25, 0.5, 0.75 and 1 in."""
+        totals = self.outcomes.sum(axis=1, dtype=np.int64) + 2
+        return [int(c) for c in np.bincount(totals, minlength=5)]
 
 
 def plan(gate: GateSettings | None, episodes: int | None = None) -> tuple[int, int]:
@@ -102,11 +137,11 @@ def plan(gate: GateSettings | None, episodes: int | None = None) -> tuple[int, i
     if gate is None or gate.rule == "margin":
         default = DEFAULT_EPISODES if gate is None else gate.episodes
         option = "--episodes" if episodes is not None else "gate episodes"
-        total = _check_even(default if episodes is None else episodes, option)
-        return total // 2, total // 2
+        total = check_even(default if episodes is None else episodes, option)
+        return total // 2, min(total // 2, MAX_BATCH_PAIRS)
     option = "--episodes" if episodes is not None else "gate max_episodes"
-    cap = _check_even(gate.max_episodes if episodes is None else episodes, option)
-    return cap // 2, min(gate.batch_pairs, cap // 2)
+    cap = check_even(gate.max_episodes if episodes is None else episodes, option)
+    return cap // 2, min(gate.batch_pairs, cap // 2, MAX_BATCH_PAIRS)
 
 
 def run_evaluation(
@@ -145,8 +180,8 @@ def run_evaluation(
     decision: GateDecision | None = None
     discarded: list[list[int]] = []
     batch = 0
-    while len(tally.pairs) < max_pairs:
-        n = min(per_batch, max_pairs - len(tally.pairs))
+    while tally.n < max_pairs:
+        n = min(per_batch, max_pairs - tally.n)
         result = play_pairs(bot_a, bot_b, n, batch_seed(seed, batch), settings)
         batch += 1
         outcomes = np.asarray(result.outcomes)
@@ -154,7 +189,8 @@ def run_evaluation(
             tally.add(outcomes)
         elif gate.rule == "margin":
             tally.add(outcomes)
-            decision = _ask(gate, tally, 2 * max_pairs)
+            if tally.n == max_pairs:  # margin decides once, on every episode
+                decision = _ask(gate, tally, 2 * max_pairs)
         else:
             step = 1 if gate.check == "pair" else n
             for start in range(0, n, step):
@@ -164,14 +200,12 @@ def run_evaluation(
                     discarded = [[int(a), int(b)] for a, b in outcomes[start + step :]]
                     break
         if on_progress is not None:
-            on_progress(2 * len(tally.pairs), 2 * max_pairs)
+            on_progress(2 * tally.n, 2 * max_pairs)
         if decision is not None and decision.verdict != "continue":
             break
     if gate is not None and (decision is None or decision.verdict == "continue"):
         # Cannot happen with the rules as written (both decide at their last episode).
-        raise EvaluationError(
-            f"the {gate.rule} gate did not decide after {2 * len(tally.pairs)} episodes"
-        )
+        raise EvaluationError(f"the {gate.rule} gate did not decide after {2 * tally.n} episodes")
 
     wins_a, wins_b, draws = tally.counts
     record: dict[str, Any] = {
@@ -188,8 +222,14 @@ def run_evaluation(
         "seed": seed,
         "batch_pairs": per_batch,
         "batches": batch,
-        "pairs": tally.pairs,
-        "pair_columns": ["candidate_blue", "candidate_orange"],
+    }
+    if tally.n <= MAX_LISTED_PAIRS:
+        record["pairs"] = tally.pairs
+        record["pair_columns"] = ["candidate_blue", "candidate_orange"]
+    else:  # the histogram carries every statistic; millions of pairs would bloat the file
+        record["pair_counts"] = tally.pair_counts()
+        record["pair_count_scores"] = [0.0, 0.25, 0.5, 0.75, 1.0]
+    record |= {
         # Played after the sequential test had decided: shown, never counted.
         "discarded_pairs": len(discarded),
         "discarded_pair_outcomes": discarded,
@@ -226,7 +266,6 @@ def _ask(gate: GateSettings, tally: _Tally, planned: int) -> GateDecision:
 # --- replay pictures ---------------------------------------------------------------------
 
 REPLAY_SUFFIXES = (".png", ".gif")
-_BLUE, _ORANGE, _ORB = "#1f6fd1", "#f07f13", "#7b3fa0"
 
 
 def render_replay(
@@ -263,127 +302,8 @@ def render_replay(
     if traj is None:  # play_pairs always records when asked; keep mypy and readers honest
         raise EvaluationError("the match did not return a trajectory to draw")
 
-    import matplotlib
+    from cosmic_curriculum.replay import draw_replay
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    verdict = {1: "candidate won", -1: "reference won", 0: "draw (time limit)"}[traj.outcome]
-    seconds = (len(traj.orb_pos) - 1) * traj.tick
-    title = (
-        f"{Path(candidate).stem} (blue) vs {Path(reference).stem} (orange): "
-        f"{verdict} after {seconds:.1f} s (seed {seed})"
+    return draw_replay(
+        traj, settings, out, Path(candidate).stem, Path(reference).stem, seed, max_gif_frames
     )
-    s = settings
-    fig, (top, side) = plt.subplots(
-        2,
-        1,
-        figsize=(
-            10,
-            4.0 + 7.0 * (s.arena_half_width + s.arena_half_height) / s.arena_half_length / 2,
-        ),
-        gridspec_kw={"height_ratios": [s.arena_half_width, max(s.arena_half_height, 2.0)]},
-        constrained_layout=True,
-    )
-    views = (
-        (top, 1, s.arena_half_width, s.goal_half_width, "y (top view)"),
-        (side, 2, s.arena_half_height, s.goal_half_height, "z (side view)"),
-    )
-    for ax, _axis, half, goal_half, label in views:
-        _draw_arena(ax, s.arena_half_length, half, goal_half)
-        ax.set_ylabel(label)
-        ax.set_aspect("equal")
-        ax.set_xlim(-s.arena_half_length - 1.5, s.arena_half_length + 1.5)
-        ax.set_ylim(-half - 1.0, half + 1.0)
-    side.set_xlabel("x (blue attacks →, orange attacks ←)")
-    fig.suptitle(title, fontsize=11)
-
-    paths = (
-        (traj.ship_pos[:, 0], _BLUE, f"blue: {Path(candidate).stem}"),
-        (traj.ship_pos[:, 1], _ORANGE, f"orange: {Path(reference).stem}"),
-        (traj.orb_pos, _ORB, "orb"),
-    )
-    frames = len(traj.orb_pos)
-    if out.suffix.lower() == ".png":
-        per_second = max(1, round(1.0 / traj.tick))
-        for ax, axis, *_ in views:
-            for pos, colour, name in paths:
-                ax.plot(pos[:, 0], pos[:, axis], color=colour, lw=1.6, label=name)
-                ax.plot(pos[::per_second, 0], pos[::per_second, axis], ".", color=colour, ms=4)
-                ax.plot(pos[0, 0], pos[0, axis], "o", color=colour, mfc="white", ms=8)
-                ax.plot(pos[-1, 0], pos[-1, axis], "o", color=colour, ms=8)
-        handles, labels = _legend(top)
-        fig.legend(handles, labels, loc="outside lower center", ncol=3, fontsize=9)
-        top.text(
-            0.0,
-            1.01,
-            "○ start  ● end  · one dot per second  ▌ goal mouths (blue defends x < 0)",
-            transform=top.transAxes,
-            fontsize=8,
-            va="bottom",
-        )
-        fig.savefig(out, dpi=110)
-        plt.close(fig)
-        return {"out": str(out), "outcome": traj.outcome, "seconds": seconds, "frames": 1}
-
-    from matplotlib.animation import FuncAnimation, PillowWriter
-
-    stride = max(1, -(-frames // max_gif_frames))
-    ticks = list(range(0, frames, stride))
-    if ticks[-1] != frames - 1:
-        ticks.append(frames - 1)
-    artists = []
-    for ax, axis, *_ in views:
-        for pos, colour, name in paths:
-            (trail,) = ax.plot([], [], color=colour, lw=1.4, label=name)
-            (head,) = ax.plot([], [], "o", color=colour, ms=9)
-            artists.append((trail, head, pos, axis))
-    handles, labels = _legend(top)
-    fig.legend(handles, labels, loc="outside lower center", ncol=3, fontsize=9)
-    clock = top.text(0.0, 1.01, "", transform=top.transAxes, fontsize=9, va="bottom")
-
-    def draw(i: int) -> list[Any]:
-        t = ticks[i]
-        for trail, head, pos, axis in artists:
-            trail.set_data(pos[: t + 1, 0], pos[: t + 1, axis])
-            head.set_data([pos[t, 0]], [pos[t, axis]])
-        clock.set_text(f"t = {t * traj.tick:5.1f} s")
-        return [a for trail, head, *_ in artists for a in (trail, head)] + [clock]
-
-    fps = max(1, min(25, round(len(ticks) / max(seconds, 1e-9))))
-    anim = FuncAnimation(fig, draw, frames=len(ticks), blit=False)
-    anim.save(str(out), writer=PillowWriter(fps=fps), dpi=70)
-    plt.close(fig)
-    return {"out": str(out), "outcome": traj.outcome, "seconds": seconds, "frames": len(ticks)}
-
-
-def _legend(ax: Any) -> tuple[list[Any], list[str]]:
-    """One legend entry per trajectory (taken from one view; both views share them)."""
-    handles, labels = ax.get_legend_handles_labels()
-    return handles[:3], labels[:3]
-
-
-def _draw_arena(ax: Any, half_length: float, half: float, goal_half: float) -> None:
-    """Arena outline with both goal mouths (blue defends -x, orange defends +x)."""
-    from matplotlib.patches import Rectangle
-
-    ax.add_patch(
-        Rectangle((-half_length, -half), 2 * half_length, 2 * half, fill=False, lw=1.5, color="0.3")
-    )
-    ax.plot(
-        [-half_length, -half_length],
-        [-goal_half, goal_half],
-        color=_BLUE,
-        lw=6,
-        solid_capstyle="butt",
-        label="_blue goal",
-    )
-    ax.plot(
-        [half_length, half_length],
-        [-goal_half, goal_half],
-        color=_ORANGE,
-        lw=6,
-        solid_capstyle="butt",
-        label="_orange goal",
-    )
-    ax.axvline(0.0, color="0.85", lw=0.8, zorder=0)

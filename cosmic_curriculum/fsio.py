@@ -10,14 +10,16 @@ removes them at start.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import secrets
+import stat
 import time
 from pathlib import Path
 from typing import Any
 
-from cosmic_curriculum.errors import StateError
+from cosmic_curriculum.errors import ConfigError, StateError
 
 TEMP_MARKER = ".tmp-"
 # Test-only fault injection (crash tests): "point:seconds,..." sleeps at that named point,
@@ -99,6 +101,11 @@ def atomic_write_json(path: Path, obj: Any) -> None:
 MAX_NUMBER_CHARS = 40
 
 
+# JSON forbids a byte order mark; Python's own error suggests a codec. Say what to do.
+BOM = "\ufeff"
+BOM_FAULT = "starts with a UTF-8 byte order mark (BOM); save it as UTF-8 without a BOM"
+
+
 class JSONValueError(ValueError):
     """JSON we refuse: too deep, a number too long or not finite, or a syntax error."""
 
@@ -125,6 +132,8 @@ def loads(text: str, keep_overflow: bool = False) -> Any:
     def constant(token: str) -> Any:
         raise JSONValueError(f"{token}, which is not a finite number", token)
 
+    if text.startswith(BOM):
+        raise JSONValueError(BOM_FAULT)
     try:
         return json.loads(
             text,
@@ -142,6 +151,23 @@ def loads(text: str, keep_overflow: bool = False) -> Any:
         raise JSONValueError("nested too deeply") from None
 
 
+def read_text_file(path: Path) -> str:
+    """The UTF-8 text of a regular file; anything else is an ``OSError`` naming it.
+
+    A FIFO would block the read forever and a device (``/dev/zero``) never ends, so the
+    file is opened without blocking and refused unless it is a regular file. Raises
+    ``IsADirectoryError`` for a directory and ``UnicodeDecodeError`` for non-UTF-8 bytes.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as fh:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, "is a directory", str(path))
+        if not stat.S_ISREG(mode):
+            raise OSError(errno.EINVAL, "not a regular file (a FIFO, device or socket)", str(path))
+        return fh.read().decode("utf-8")
+
+
 def read_json(path: Path, what: str) -> Any:
     """Read a JSON file, or raise :class:`StateError` naming the file, the fault and the fix.
 
@@ -149,7 +175,7 @@ def read_json(path: Path, what: str) -> Any:
     """
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text_file(path)
     except FileNotFoundError:
         raise StateError(f"{path}: {what} file not found") from None
     except OSError as exc:
@@ -161,6 +187,8 @@ def read_json(path: Path, what: str) -> Any:
             f"{path}: {what} is empty; restore the last good copy with "
             f"`git show HEAD:{path.name} > {path.name}`"
         )
+    if text.startswith(BOM):
+        raise StateError(f"{path}: {what} {BOM_FAULT}")
     try:
         return loads(text)
     except JSONValueError as exc:
@@ -170,11 +198,50 @@ def read_json(path: Path, what: str) -> Any:
         ) from None
 
 
+def _proc_start(pid: int) -> float | None:
+    """Wall-clock start of ``pid`` from ``/proc`` (None: unknown), or -1.0 when ``pid`` is
+    no writer of ours: a kernel thread or a zombie."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+        btime = next(
+            int(line.split()[1])
+            for line in Path("/proc/stat").read_text().splitlines()
+            if line.startswith("btime ")
+        )
+    except (OSError, StopIteration, ValueError):
+        return None
+    fields = raw[raw.rfind(")") + 2 :].split()  # fields 3.. (the name may hold spaces)
+    if fields[0] in ("Z", "X") or int(fields[6]) & 0x00200000:  # zombie, PF_KTHREAD
+        return -1.0
+    return btime + int(fields[19]) / os.sysconf("SC_CLK_TCK")
+
+
+def temp_writer_alive(pid: int, written_at: float) -> bool:
+    """Whether the process that wrote a temp file at ``written_at`` may still be writing.
+
+    The pid in the name is alive and, where ``/proc`` tells, a user process that started
+    before the temp was written (a pid reused later cannot be its writer).
+    """
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, ValueError):
+        return True  # alive under another user, or a pid we cannot judge: keep it
+    started = _proc_start(pid)
+    if started is None:
+        return True
+    # btime has whole seconds; 2 s of slack only ever keeps a temp, never removes one.
+    return 0.0 <= started <= written_at + 2.0
+
+
 def clean_stale_temps(directory: Path, names: list[str] | None = None) -> list[Path]:
     """Remove temp files left by a killed atomic write in ``directory``.
 
-    Only files matching our own pattern ``.<name>.tmp-*`` are touched; ``names`` limits
-    it further to temps of those target file names. Returns what was removed.
+    Only files matching our own pattern ``.<name>.tmp-<pid>-<hex>`` are touched; ``names``
+    limits it further to temps of those target file names. A temp whose writer still
+    lives (:func:`temp_writer_alive`) is in the middle of its write and is kept. Returns
+    what was removed.
     """
     removed: list[Path] = []
     directory = Path(directory)
@@ -184,10 +251,54 @@ def clean_stale_temps(directory: Path, names: list[str] | None = None) -> list[P
         n = entry.name
         if not (n.startswith(".") and TEMP_MARKER in n and entry.is_file()):
             continue
-        target = n[1 : n.index(TEMP_MARKER)]
+        target, _, tail = n[1:].partition(TEMP_MARKER)
         if names is not None and target not in names:
             continue
+        pid = tail.partition("-")[0]
         with contextlib.suppress(FileNotFoundError):
+            if (
+                pid.isdigit()
+                and int(pid) > 0
+                and temp_writer_alive(int(pid), entry.stat().st_mtime)
+            ):
+                continue
             entry.unlink()
             removed.append(entry)
     return removed
+
+
+# --- output paths the user names on the command line --------------------------------------
+
+
+def check_output_file(path: Path, option: str) -> Path:
+    """``path`` if a file can be written there; else :class:`ConfigError` (exit 2), one line
+    naming ``option``, the path, what is wrong and the fix. Checked before any work, so a
+    typo never costs a long evaluation or ends in a traceback after it."""
+    path = Path(path)
+    parent = path.parent
+    if path.is_dir():
+        raise ConfigError(f"{option} {path}: is a directory; name a file inside it instead")
+    if not parent.exists():
+        raise ConfigError(
+            f"{option} {path}: directory {parent} does not exist; create it or choose another"
+        )
+    if not parent.is_dir():
+        raise ConfigError(f"{option} {path}: {parent} is not a directory; choose another path")
+    if not os.access(parent, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise ConfigError(f"{option} {path}: not writable; choose a path you can write to")
+    return path
+
+
+def check_output_dir(path: Path, option: str) -> Path:
+    """``path`` if it is (or can be created as) a writable directory; else a one-line
+    :class:`ConfigError` naming ``option``. A missing directory is fine if its parent
+    exists (it is created on write); a missing parent is most likely a typo."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise ConfigError(f"{option} {path}: is a file, not a directory; choose a directory")
+    if path.is_dir():
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise ConfigError(f"{option} {path}: not writable; choose a directory you can write to")
+        return path
+    check_output_file(path, option)  # its parent must exist and take a new entry
+    return path

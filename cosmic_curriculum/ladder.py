@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from cosmic_curriculum.arena.settings import GameSettings
 
 ELO_SCALE = math.log(10.0) / 400.0
+LADDER_FILES = ("ladder.json", "ladder.md", "ladder.png")
 ANCHOR = "rookie"
 
 
@@ -173,9 +174,8 @@ def run_ladder(
     }
     out_dir = Path(out_dir)
     files = {
-        "json": out_dir / "ladder.json",
-        "table": out_dir / "ladder.md",
-        "png": out_dir / "ladder.png",
+        key: out_dir / name
+        for key, name in zip(("json", "table", "png"), LADDER_FILES, strict=True)
     }
     fsio.atomic_write_json(files["json"], doc)
     fsio.atomic_write_text(files["table"], markdown_table(doc))

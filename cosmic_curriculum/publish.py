@@ -2,9 +2,12 @@
 
 ``python -m cosmic_curriculum.publish EXPERIMENT [--workspace DIR]`` commits only
 ``bots/EXPERIMENT.json``, ``logs/EXPERIMENT.log`` and ``logs/EXPERIMENT.curve.png`` (those
-that exist) and pushes the branch. A failed push is a warning (exit 0: training results are
-committed locally and the next push carries them); a failed commit exits 1 with one line.
-Checkpoints are not committed: they are large and contain pickles.
+that exist) and pushes the branch, through the curriculum's own commit
+(:func:`vcs.commit_paths`): a log over 1 MiB is committed as its tail (the whole log stays
+on disk), the repository's hooks run, every git command has a timeout. A failed push is a
+warning naming git's reason (exit 0: training results are committed locally and the next
+push carries them); a failed commit exits 1 with one line. Checkpoints are not committed:
+they are large and contain pickles.
 """
 
 from __future__ import annotations

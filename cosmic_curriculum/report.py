@@ -23,6 +23,9 @@ from cosmic_curriculum.state import (
 )
 
 RUN = "cosmic-curriculum run"
+# Rows past the configured stages come from the state alone, and a hand-edited state can
+# point anywhere (stage_index 100000000): list at most this many of them without attempts.
+MAX_UNCONFIGURED_ROWS = 10
 
 
 def _rate(count: int, episodes: int) -> float | None:
@@ -110,10 +113,15 @@ def status_data(workspace: Path, config_path: Path | None = None) -> dict[str, A
 
     by_id = {r["id"]: r for r in evaluations if isinstance(r.get("id"), str)}
     n_stages = max(len(names), state.stage_index + (0 if state.status == "done" else 1))
-    for i in range(n_stages):
+    logged: dict[int, list[LogEntry]] = {}
+    for entry in state.log:  # one pass: never a scan of the log per stage
+        logged.setdefault(entry.stage_index, []).append(entry)
+    shown = set(range(min(n_stages, len(names) + MAX_UNCONFIGURED_ROWS)))
+    shown |= {i for i in [*logged, state.stage_index] if i < n_stages}
+    for i in sorted(shown):
         name = names[i] if i < len(names) else f"#{i + 1}"
         margin = config.stage_gate(i).regression_margin if config and i < len(names) else None
-        attempts = [attempt_row(e, margin) for e in state.stage_log(i)]
+        attempts = [attempt_row(e, margin) for e in logged.get(i, [])]
         if state.status == "done" or i < state.stage_index:
             stage_status = "passed"
         elif i == state.stage_index:
@@ -144,6 +152,12 @@ def status_data(workspace: Path, config_path: Path | None = None) -> dict[str, A
                 in_flight["last_progress"] = live
     if config_error:
         next_step = f"fix the config: {config_error}"
+    elif flight is not None and flight.phase == "decided":
+        # A run stopped between deciding and committing: not finished until committed.
+        next_step = (
+            f"`{RUN}{ws_flag}` to finish {flight.experiment}: its decision "
+            f"({flight.decision}) is saved but its review, curves and commit are pending"
+        )
     elif state.status == "done":
         next_step = "nothing: every stage passed"
     elif state.status == "blocked":
@@ -172,12 +186,15 @@ def status_data(workspace: Path, config_path: Path | None = None) -> dict[str, A
         "stage_index": state.stage_index,
         "attempt": state.attempt,
         "stages": stages,
+        "stages_not_shown": n_stages - len(stages),
         "in_flight": in_flight,
         "blocked_reason": state.blocked_reason,
         "last_error": state.last_error,
         "push_pending": state.push_pending,
         "evaluations": len(evaluations),
         "config_error": config_error,
+        # False: stages.toml is missing or invalid (the CLI then exits 2).
+        "config_loaded": config is not None,
         "next": next_step,
     }
 
@@ -196,7 +213,12 @@ def render_status(data: dict[str, Any]) -> Any:
     table.add_column("win % c/r", no_wrap=True)
     table.add_column("decision", min_width=8)
     stage_styles = {"passed": "green", "blocked": "bold red", "current": "yellow"}
+    previous = -1
     for stage in data["stages"]:
+        if stage["index"] > previous + 1:  # rows left out of a state pointing far ahead
+            gap = f"#{previous + 2}-#{stage['index']}"
+            table.add_row(Text("…", style="dim"), Text(f"stages {gap} not shown", style="dim"))
+        previous = stage["index"]
         label = Text(
             f"{stage['index'] + 1} {stage['name']}", style=stage_styles.get(stage["status"], "dim")
         )

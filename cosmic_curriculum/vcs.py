@@ -1,82 +1,88 @@
 """Git persistence: commit named paths only, push with a timeout, preflight.
 
-Three rules from experience with GitPython: ``index.add`` + ``index.commit`` commits the
-whole index (sweeping in a user's staged work), so we commit with
-``git commit -- <paths>``, which takes only those paths; every ``Repo`` is closed (``with
-Repo(...)``) so no ``git cat-file`` processes linger; and git is imported lazily with
-``GIT_PYTHON_REFRESH=quiet`` so a machine without git still runs (without persistence).
+Every git command runs as a subprocess with a timeout in its own session
+(:mod:`cosmic_curriculum.gitcmd`), so a hook, gpg or ssh that never returns is killed with
+its whole group. Commits take only the paths they are given and never change the user's
+index when they fail (:mod:`cosmic_curriculum.gitcommit`). No GitPython here: ``status``
+and a machine without git need nothing from it.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
-import signal
-import subprocess
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, suppress
+from collections.abc import Iterable, Sequence
+from contextlib import suppress
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from cosmic_curriculum.errors import GitError
-from cosmic_curriculum.fsio import fault_point
+from cosmic_curriculum.gitcmd import (
+    GitRunError,
+    RepoDirs,
+    git_executable,
+    git_timeout,
+    locate,
+    run_git,
+)
+from cosmic_curriculum.gitcommit import (
+    FALLBACK_EMAIL,
+    FALLBACK_NAME,
+    LOG_COMMIT_LIMIT,
+    TEMP_INDEX_PREFIX,
+    commit_paths,
+    symlink_error,
+    symlink_in,
+)
+from cosmic_curriculum.layout import Layout
 
-if TYPE_CHECKING:
-    from git import Repo
-
-# Must be set before the first `import git`: otherwise GitPython raises at import time
-# when no git executable is on PATH.
+# workspace.py creates repositories with GitPython; it must not fail at import time on a
+# machine without git (set before the first `import git`).
 os.environ.setdefault("GIT_PYTHON_REFRESH", "quiet")
 
-FALLBACK_NAME = "cosmic-curriculum"
-FALLBACK_EMAIL = "cosmic-curriculum@localhost"
-
-
-def git_executable() -> str | None:
-    return shutil.which("git")
-
-
-@contextmanager
-def open_repo(workspace: Path) -> Iterator[Repo]:
-    """The repository whose work tree is ``workspace`` (closed on exit)."""
-    import git
-
-    try:
-        repo = git.Repo(workspace, search_parent_directories=True)
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
-        raise GitError(f"{workspace}: not a git repository; run `git init` there") from None
-    with repo:
-        yield repo
+__all__ = [
+    "FALLBACK_EMAIL",
+    "FALLBACK_NAME",
+    "LOG_COMMIT_LIMIT",
+    "check_workspace",
+    "commit_paths",
+    "enclosing_repo",
+    "git_executable",
+    "git_timeout",
+    "ignored_by_enclosing_repo",
+    "is_repo",
+    "preflight",
+    "push",
+    "remove_stale_index_locks",
+]
 
 
 def is_repo(workspace: Path) -> bool:
     """True when git is installed and ``workspace`` lies inside a work tree."""
-    if git_executable() is None:
-        return False
-    import git
+    return locate(workspace) is not None
 
-    try:
-        with git.Repo(workspace, search_parent_directories=True) as repo:
-            return not repo.bare
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+
+def _ignores(dirs: RepoDirs, workspace: Path) -> bool:
+    ws = Path(workspace).resolve()
+    if ws == dirs.root:
         return False
+    found = run_git(["check-ignore", "-q", str(ws.relative_to(dirs.root))], dirs.root, check=False)
+    return found.returncode == 0
 
 
 def ignored_by_enclosing_repo(workspace: Path) -> Path | None:
     """The work tree that contains ``workspace`` but ignores it (e.g. a project's
     ``workspaces/`` directory), or None. Committing there would force ignored files into
     somebody else's history."""
-    if not is_repo(workspace):
+    dirs = locate(workspace)
+    return dirs.root if dirs is not None and _ignores(dirs, workspace) else None
+
+
+def enclosing_repo(workspace: Path) -> Path | None:
+    """The work tree that contains ``workspace`` (not as its root) and does not ignore
+    it: our commits land in that repository."""
+    dirs = locate(workspace)
+    if dirs is None or Path(workspace).resolve() == dirs.root or _ignores(dirs, workspace):
         return None
-    with open_repo(workspace) as repo:
-        root = Path(repo.working_tree_dir or workspace).resolve()
-        ws = Path(workspace).resolve()
-        if ws == root:
-            return None
-        status = repo.git.check_ignore(
-            "-q", str(ws.relative_to(root)), with_exceptions=False, with_extended_output=True
-        )[0]
-    return root if status == 0 else None
+    return dirs.root
 
 
 def preflight(workspace: Path) -> str | None:
@@ -87,40 +93,71 @@ def preflight(workspace: Path) -> str | None:
     """
     if git_executable() is None:
         return "git is not installed (not on PATH); progress will not be committed"
-    if not is_repo(workspace):
+    dirs = locate(workspace)
+    if dirs is None:
         return (
             f"{workspace} is not a git repository; progress will not be committed "
             "(run `git init` there to keep history)"
         )
-    ignoring = ignored_by_enclosing_repo(workspace)
-    if ignoring is not None:
+    if _ignores(dirs, workspace):
         return (
-            f"{workspace} lies in a directory the git repository {ignoring} ignores; progress "
+            f"{workspace} lies in a directory the git repository {dirs.root} ignores; progress "
             "will not be committed (run `git init` in the workspace to keep its history)"
         )
-    with open_repo(workspace) as repo:
-        git_dir = Path(repo.git_dir)
-        if (git_dir / "rebase-merge").exists() or (git_dir / "rebase-apply").exists():
-            raise GitError(
-                f"{repo.working_tree_dir}: a rebase is in progress; finish it with "
-                "`git rebase --continue` or abandon it with `git rebase --abort`, then re-run"
-            )
-        if (git_dir / "MERGE_HEAD").exists():
-            raise GitError(
-                f"{repo.working_tree_dir}: a merge is in progress; finish it with "
-                "`git commit` or abandon it with `git merge --abort`, then re-run"
-            )
-        if (git_dir / "CHERRY_PICK_HEAD").exists():
-            raise GitError(
-                f"{repo.working_tree_dir}: a cherry-pick is in progress; finish or abort it "
-                "(`git cherry-pick --abort`), then re-run"
-            )
-        if repo.head.is_detached:
-            raise GitError(
-                f"{repo.working_tree_dir}: HEAD is detached; check out a branch "
-                "(`git switch <branch>` or `git switch -c curriculum`), then re-run"
-            )
+    git_dir = dirs.git_dir
+    if (git_dir / "rebase-merge").exists() or (git_dir / "rebase-apply").exists():
+        raise GitError(
+            f"{dirs.root}: a rebase is in progress; finish it with "
+            "`git rebase --continue` or abandon it with `git rebase --abort`, then re-run"
+        )
+    if (git_dir / "MERGE_HEAD").exists():
+        raise GitError(
+            f"{dirs.root}: a merge is in progress; finish it with "
+            "`git commit` or abandon it with `git merge --abort`, then re-run"
+        )
+    if (git_dir / "CHERRY_PICK_HEAD").exists():
+        raise GitError(
+            f"{dirs.root}: a cherry-pick is in progress; finish or abort it "
+            "(`git cherry-pick --abort`), then re-run"
+        )
+    if not run_git(["symbolic-ref", "-q", "HEAD"], dirs.root, check=False).ok:
+        raise GitError(
+            f"{dirs.root}: HEAD is detached; check out a branch "
+            "(`git switch <branch>` or `git switch -c curriculum`), then re-run"
+        )
     return None
+
+
+def check_workspace(workspace: Path, paths: Iterable[Path] = ()) -> str | None:
+    """What must hold before training when progress is committed; call after
+    :func:`preflight` said git is usable.
+
+    Raises :class:`GitError` (one line) when the state, the history, ``bots/``, ``logs/``
+    or one of ``paths`` (files about to be committed) is, or lies behind, a symbolic
+    link: git would commit the link, never the file, and every commit would fail. Returns
+    a warning when the workspace lies inside a larger repository that does not ignore it
+    (our commits land there and its hooks run), else None.
+    """
+    ws = Path(workspace).resolve()
+    dirs = locate(ws)
+    if dirs is None or _ignores(dirs, ws):
+        return None
+    layout = Layout(ws)
+    for path in (layout.state, layout.history, layout.bots, layout.logs, *paths):
+        try:
+            link = symlink_in(ws, Path(os.path.normpath(ws / path)))
+        except ValueError:  # outside the workspace: commit_paths refuses it by name
+            continue
+        if link is not None:
+            raise symlink_error(link, ws)
+    if ws == dirs.root:
+        return None
+    return (
+        f"{ws} lies inside the git repository {dirs.root}, which does not ignore it: "
+        f"progress is committed on that repository's current branch and its commit hooks "
+        f"run; to keep the curriculum's history apart, run `git init` in {ws} (or ignore "
+        f"the workspace there)"
+    )
 
 
 def _git_processes_running(repo_dirs: Sequence[Path]) -> bool:
@@ -155,18 +192,18 @@ def _git_processes_running(repo_dirs: Sequence[Path]) -> bool:
 
 
 def remove_stale_index_locks(workspace: Path) -> list[Path]:
-    """Remove ``index.lock`` files left by a killed git.
+    """Remove ``index.lock`` files left by a killed git (and private indexes a killed
+    run of ours left; those are not reported).
 
     Call only while holding the workspace lock (so no other run of ours is committing);
     nothing is removed while any git process runs, since it may own the lock.
     """
-    if not is_repo(workspace):
+    dirs = locate(workspace)
+    if dirs is None or _git_processes_running([dirs.root, dirs.git_dir]):
         return []
-    with open_repo(workspace) as repo:
-        git_dir = Path(repo.git_dir)
-        work_tree = Path(repo.working_tree_dir or workspace)
-    if _git_processes_running([work_tree, git_dir]):
-        return []
+    git_dir = dirs.git_dir
+    for leftover in git_dir.glob(f"{TEMP_INDEX_PREFIX}*"):
+        leftover.unlink(missing_ok=True)
     removed: list[Path] = []
     candidates = [git_dir / "index.lock", *git_dir.glob("next-index-*.lock")]
     for lock in candidates:
@@ -176,126 +213,45 @@ def remove_stale_index_locks(workspace: Path) -> list[Path]:
     return removed
 
 
-def _identity_env(repo: Repo) -> dict[str, str]:
-    """Author/committer fallback when the user has configured no identity."""
-    reader = repo.config_reader()
-    env: dict[str, str] = {}
-    try:
-        reader.get_value("user", "name")
-    except Exception:
-        env["GIT_AUTHOR_NAME"] = env["GIT_COMMITTER_NAME"] = FALLBACK_NAME
-    try:
-        reader.get_value("user", "email")
-    except Exception:
-        env["GIT_AUTHOR_EMAIL"] = env["GIT_COMMITTER_EMAIL"] = FALLBACK_EMAIL
-    return env
+def _config(root: Path, key: str) -> str | None:
+    found = run_git(["config", "--get", key], root, check=False)
+    return found.stdout.strip() if found.ok else None
 
 
-def _git_reason(exc: Exception) -> str:
-    """The meaningful line of a failed git command's output."""
-    text = str(getattr(exc, "stderr", "") or getattr(exc, "stdout", "") or exc)
-    lines = [ln.strip(" '\"") for ln in text.splitlines() if ln.strip(" '\"")]
-    for line in lines:
-        if "index.lock" in line:
-            return (
-                f"{line} (another git is running, or a killed git left the lock; "
-                "remove it if no git process runs)"
-            )
-    for line in lines:
-        if line.startswith(("fatal:", "error:", "stderr: 'fatal:", "stderr: 'error:")):
-            return line.removeprefix("stderr: '")
-    return lines[-1] if lines else "unknown error"
-
-
-def commit_paths(workspace: Path, paths: Sequence[Path | str], message: str) -> bool:
-    """Commit exactly ``paths`` (those that exist) with ``message``.
-
-    Returns False when nothing changed (no empty commits). Other staged or unstaged
-    changes in the repository stay exactly as they were. Raises :class:`GitError`.
-    """
-    import git
-
-    with open_repo(workspace) as repo:
-        root = Path(repo.working_tree_dir or workspace).resolve()
-        rel: list[str] = []
-        for p in paths:
-            full = (Path(workspace) / p).resolve()
-            if full.exists():
-                rel.append(str(full.relative_to(root)))
-        if not rel:
-            return False
-        env = _identity_env(repo)
-        try:
-            # -f: these are files the orchestrator owns and names explicitly, even if a
-            # user's ignore pattern (e.g. *.log) would match them.
-            repo.git.add("-f", "--", *rel)
-            fault_point("commit:add")
-            has_head = repo.head.is_valid()
-            if has_head:
-                status = repo.git.diff(
-                    "--cached",
-                    "--quiet",
-                    "HEAD",
-                    "--",
-                    *rel,
-                    with_exceptions=False,
-                    with_extended_output=True,
-                )[0]
-                if status == 0:
-                    return False
-            repo.git.commit("--no-verify", "-m", message, "--", *rel, env=env)
-        except git.GitCommandError as exc:
-            raise GitError(
-                f"{root}: git commit of {', '.join(rel)} failed: {_git_reason(exc)}"
-            ) from None
-    return True
+def _push_argv(root: Path) -> list[str] | str:
+    """``push`` arguments for the current branch, or why there is nothing to push."""
+    remotes = run_git(["remote"], root).stdout.split()
+    if not remotes:
+        return "no remote configured; nothing to push"
+    branch = run_git(["symbolic-ref", "-q", "--short", "HEAD"], root, check=False)
+    if not branch.ok:
+        return "HEAD is detached; not pushing"
+    name = branch.stdout.strip()
+    remote = _config(root, f"branch.{name}.remote")
+    merge = _config(root, f"branch.{name}.merge")
+    if remote and merge:
+        return ["push", remote, f"HEAD:{merge}"]
+    remote = "origin" if "origin" in remotes else remotes[0]
+    return ["push", remote, f"HEAD:refs/heads/{name}"]
 
 
 def push(workspace: Path, timeout: float = 30.0) -> tuple[bool, str]:
     """Push the current branch if a remote exists. Never raises; never blocks longer
-    than ``timeout`` seconds. Returns (ok, message); no remote counts as ok."""
+    than ``timeout`` seconds (ssh and credential helpers are killed with git). Returns
+    (ok, message); no remote counts as ok. A failure names git's own reason."""
     try:
-        with open_repo(workspace) as repo:
-            if not repo.remotes:
-                return True, "no remote configured; nothing to push"
-            if repo.head.is_detached:
-                return False, "HEAD is detached; not pushing"
-            branch = repo.active_branch
-            tracking = branch.tracking_branch()
-            if tracking is not None:
-                argv = ["git", "push", tracking.remote_name, f"HEAD:{tracking.remote_head}"]
-            else:
-                names = [r.name for r in repo.remotes]
-                remote = "origin" if "origin" in names else names[0]
-                argv = ["git", "push", remote, f"HEAD:refs/heads/{branch.name}"]
-            cwd = repo.working_tree_dir
-    except Exception as exc:
+        dirs = locate(workspace)
+        if dirs is None:
+            return False, f"cannot prepare push: {workspace} is not a git repository"
+        argv = _push_argv(dirs.root)
+    except GitError as exc:
         return False, f"cannot prepare push: {exc}"
-    env = dict(os.environ)
-    env["GIT_TERMINAL_PROMPT"] = "0"  # never wait for a password
+    if isinstance(argv, str):
+        return argv.startswith("no remote"), argv
     try:
-        proc = subprocess.Popen(
-            argv,
-            cwd=cwd,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            env=env,
-            # A new session has no controlling terminal (ssh cannot prompt) and lets a
-            # timeout kill ssh helpers too.
-            start_new_session=True,
-        )
-    except OSError as exc:
-        return False, f"cannot run git push: {exc}"
-    try:
-        out, _ = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        with suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        return False, f"git push timed out after {timeout:g}s"
-    text = out.decode("utf-8", "replace").strip()
-    if proc.returncode != 0:
-        last = text.splitlines()[-1] if text else f"exit {proc.returncode}"
-        return False, f"git push failed: {last}"
+        run_git(argv, dirs.root, timeout=timeout)
+    except GitRunError as exc:
+        if exc.timed_out:
+            return False, f"git push timed out after {timeout:g}s"
+        return False, f"git push failed: {exc.reason}"
     return True, "pushed"

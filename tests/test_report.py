@@ -299,3 +299,13 @@ def test_review_markdown_lists_every_attempt_and_both_commands() -> None:
 
 
 # --------------------------------------------------------------------------- reporters
+
+
+def test_a_decision_not_yet_committed_is_pending_not_done(ws: Path) -> None:
+    """Killed between deciding and committing the last attempt: `done` is not the end."""
+    flight = Attempt(
+        stage_index=2, attempt=0, experiment="curric-s3-no_draws", phase="decided", decision="pass"
+    )
+    put_state(ws, stage_index=3, status="done", log=[PASSED], in_flight=flight)
+    data = status_data(ws)
+    assert "to finish curric-s3-no_draws" in data["next"] and "pending" in data["next"]

@@ -138,7 +138,7 @@ def load_bot(path: str | Path) -> Bot:
 def read_document(path: Path) -> Any:
     """The parsed (not yet validated) JSON of a bot file; ``BotError`` when unreadable."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = fsio.read_text_file(path)  # a FIFO or a device is refused, never read
     except FileNotFoundError:
         raise BotError(f"{path}: bot file not found") from None
     except IsADirectoryError:

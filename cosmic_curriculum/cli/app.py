@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any, TypeVar
 
 import typer
@@ -33,11 +37,68 @@ def fail(message: str, code: int = 1) -> typer.Exit:
 
 
 def guarded(fn: Callable[[], T]) -> T:
-    """Run ``fn``; a CurriculumError becomes a one-line message and its exit code."""
+    """Run ``fn``; a CurriculumError becomes a one-line message and its exit code, and so
+    does an OSError no check foresaw (disk full, a file vanishing): never a traceback."""
     try:
         return fn()
     except CurriculumError as exc:
         raise fail(str(exc), exc.exit_code) from None
+    except OSError as exc:
+        where = f"{exc.filename}: " if exc.filename else ""
+        raise fail(f"{where}{exc.strerror or exc}; fix it and re-run", 1) from None
+
+
+# How long `evaluate` and `ladder` wait for another holder of the workspace.
+LOCK_WAIT_SECONDS = 30.0
+
+
+def _inherited_lock(directory: Path) -> bool:
+    """Whether this process already holds ``directory``'s workspace lock through a
+    descriptor it inherited: `run` passes its lock to an `evaluation_command`, which may be
+    `cosmic-curriculum evaluate` itself and must not wait for its own parent."""
+    from cosmic_curriculum.layout import LOCK_FILE
+
+    try:
+        lock = os.stat(Path(directory) / LOCK_FILE)
+        fds = [int(fd) for fd in os.listdir("/proc/self/fd")]
+    except OSError:
+        return False
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            info = os.fstat(fd)
+            if (info.st_dev, info.st_ino) == (lock.st_dev, lock.st_ino):
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # ours already: succeeds
+                return True
+    return False
+
+
+@contextlib.contextmanager
+def workspace_lock(directory: Path, wait: float = LOCK_WAIT_SECONDS) -> Iterator[None]:
+    """Hold ``directory``'s workspace lock (waiting up to ``wait`` s) around a command that
+    writes there, so it never races `run` on the same files. Only the CLI takes it: `run`
+    calls the evaluator in-process while it holds the lock itself."""
+    from cosmic_curriculum.state import WorkspaceLock
+
+    if _inherited_lock(directory):
+        yield
+        return
+    lock = WorkspaceLock(Path(directory)).acquire(wait=wait)
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def enclosing_workspace(directory: Path) -> Path | None:
+    """The workspace ``directory`` lies in: itself or the nearest parent holding a
+    curriculum state or a workspace lock file; None outside any workspace."""
+    from cosmic_curriculum.layout import LOCK_FILE, STATE_FILE
+
+    start = Path(directory).resolve()
+    for candidate in (start, *start.parents):
+        if (candidate / STATE_FILE).is_file() or (candidate / LOCK_FILE).exists():
+            return candidate
+    return None
 
 
 gate_app = typer.Typer(

@@ -125,7 +125,12 @@ def status_command(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
 ) -> None:
-    """Show stages, attempts, evaluations, decisions and what to run next."""
+    """Show stages, attempts, evaluations, decisions and what to run next.
+
+    Exits 0, or 2 when stages.toml is missing or invalid (after showing what the state
+    says and the config error in its "next" line); a state that cannot be read is a
+    one-line error.
+    """
 
     def go() -> None:
         from cosmic_curriculum.report import render_status, status_data
@@ -135,10 +140,12 @@ def status_command(
             import json
 
             sys.stdout.write(json.dumps(data, indent=2) + "\n")
-            return
-        from rich.console import Console
+        else:
+            from rich.console import Console
 
-        Console(highlight=False).print(render_status(data))
+            Console(highlight=False).print(render_status(data))
+        if not data["config_loaded"]:
+            raise typer.Exit(2)
 
     guarded(go)
 

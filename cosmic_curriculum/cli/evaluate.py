@@ -8,7 +8,18 @@ from typing import Annotated
 
 import typer
 
-from cosmic_curriculum.cli.app import app, guarded
+from cosmic_curriculum.cli.app import (
+    LOCK_WAIT_SECONDS,
+    app,
+    enclosing_workspace,
+    guarded,
+    workspace_lock,
+)
+
+LOCK_WAIT_HELP = (
+    "Seconds to wait for another process holding the workspace (a `run`, another "
+    "`evaluate`) before giving up with an error."
+)
 
 
 def gate_rule_option(rule: str | None, option: str = "--gate") -> str | None:
@@ -43,13 +54,19 @@ def evaluate_command(
     batch_pairs: Annotated[
         int | None, typer.Option(help="Pairs per vectorised batch under --gate sprt (default 5).")
     ] = None,
+    lock_wait: Annotated[float, typer.Option(min=0, help=LOCK_WAIT_HELP)] = LOCK_WAIT_SECONDS,
 ) -> None:
-    """Play CANDIDATE against REFERENCE in seat-swapped pairs and append one record."""
+    """Play CANDIDATE against REFERENCE in seat-swapped pairs and append one record.
+
+    Holds the workspace lock of the history's directory while it runs (like `run`), so
+    the two never write eval_history.json at once.
+    """
 
     def run() -> None:
         from rich.console import Console
         from rich.progress import Progress
 
+        from cosmic_curriculum import fsio, history
         from cosmic_curriculum.errors import ConfigError
         from cosmic_curriculum.evaluate import run_evaluation
         from cosmic_curriculum.gate import GateSettings
@@ -62,9 +79,14 @@ def evaluate_command(
                 raise ConfigError(f"--batch-pairs {batch_pairs}: must be >= 1")
             extra = {} if batch_pairs is None else {"batch_pairs": batch_pairs}
             settings = GateSettings(rule=rule, **extra)
+        fsio.check_output_file(history_path, "--history")
         # A transient bar on stderr, only on a terminal (logs get the summary alone).
         err = Console(stderr=True)
-        with Progress(console=err, transient=True, disable=not err.is_terminal) as bar:
+        with (
+            workspace_lock(history_path.parent, lock_wait),
+            Progress(console=err, transient=True, disable=not err.is_terminal) as bar,
+        ):
+            history.load(history_path)  # a history we could not append to: before any game
             task = bar.add_task("evaluating", total=None)
             record = run_evaluation(
                 candidate,
@@ -94,7 +116,9 @@ def replay_command(
 
     def run() -> None:
         from cosmic_curriculum.evaluate import render_replay
+        from cosmic_curriculum.fsio import check_output_file
 
+        check_output_file(out, "--out")
         info = render_replay(candidate, reference, out, seed=seed)
         outcome = {1: "candidate won", -1: "reference won", 0: "draw"}[info["outcome"]]
         sys.stdout.write(f"{outcome} after {info['seconds']:.1f} s; wrote {info['out']}\n")
@@ -112,20 +136,35 @@ def ladder_command(
         Path | None,
         typer.Option(help="Play under this bot's recorded game settings (default: the defaults)."),
     ] = None,
+    lock_wait: Annotated[float, typer.Option(min=0, help=LOCK_WAIT_HELP)] = LOCK_WAIT_SECONDS,
 ) -> None:
-    """Round robin among all bots: Elo ratings with 95% error bars, table and PNG."""
+    """Round robin among all bots: Elo ratings with 95% error bars, table and PNG.
+
+    Bot files that cannot be loaded are skipped with the reason. When --out-dir lies in a
+    workspace (a directory with curriculum_state.json or its lock), the ladder holds that
+    workspace's lock while it runs, like every command that writes there.
+    """
 
     def run() -> None:
+        import contextlib
+
         from rich.console import Console
 
-        from cosmic_curriculum.ladder import run_ladder
+        from cosmic_curriculum.fsio import check_output_dir, check_output_file
+        from cosmic_curriculum.ladder import LADDER_FILES, run_ladder
         from cosmic_curriculum.tables import ladder_table
 
-        doc = run_ladder(bots_dir, pairs=pairs, out_dir=out_dir, seed=seed, game_from=game_from)
+        check_output_dir(out_dir, "--out-dir")
+        for name in LADDER_FILES:
+            if (out_dir / name).exists():
+                check_output_file(out_dir / name, "--out-dir")
+        workspace = enclosing_workspace(out_dir)
+        with workspace_lock(workspace, lock_wait) if workspace else contextlib.nullcontext():
+            doc = run_ladder(bots_dir, pairs=pairs, out_dir=out_dir, seed=seed, game_from=game_from)
         console = Console()
         console.print(ladder_table(doc, pairs))
         for skipped in doc["skipped"]:
-            console.print(f"skipped: {skipped['reason']}", highlight=False)
+            console.print(f"skipped: {skipped['reason']}", highlight=False, soft_wrap=True)
         files = doc["files"]
         console.print(f"wrote {files['table']}, {files['png']}, {files['json']}")
 

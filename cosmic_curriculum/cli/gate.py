@@ -39,8 +39,12 @@ def gate_simulate_command(
         float, typer.Option(help="SPRT: rate of passing a regression of --gap.")
     ] = 0.05,
     beta: Annotated[float, typer.Option(help="SPRT: rate of failing an equal candidate.")] = 0.05,
-    max_episodes: Annotated[int, typer.Option(help="SPRT: episode cap.")] = 400,
-    episodes: Annotated[int, typer.Option(help="margin: episodes played.")] = 100,
+    max_episodes: Annotated[
+        int, typer.Option(help="SPRT: episode cap (even: the evaluator plays pairs).")
+    ] = 400,
+    episodes: Annotated[
+        int, typer.Option(help="margin: episodes played (even: the evaluator plays pairs).")
+    ] = 100,
     margin: Annotated[float, typer.Option(help="margin: regression_margin.")] = 0.15,
     worse: Annotated[float, typer.Option(help="True gap of the 'worse' candidate.")] = 0.25,
     better: Annotated[float, typer.Option(help="True advantage of the 'better' candidate.")] = 0.10,
@@ -56,7 +60,8 @@ def gate_simulate_command(
         from rich.console import Console
 
         from cosmic_curriculum import fsio
-        from cosmic_curriculum.errors import ConfigError
+        from cosmic_curriculum.errors import ConfigError, EvaluationError
+        from cosmic_curriculum.evaluate import check_even
         from cosmic_curriculum.gate import GateSettings, SimSpec, simulate_table, spec_label
         from cosmic_curriculum.tables import gate_simulation_table
 
@@ -77,6 +82,8 @@ def gate_simulate_command(
             raise ConfigError(f"--check {check!r}: choose pair or batch")
         if check_every is not None and check_every < 1:
             raise ConfigError(f"--check-every {check_every}: must be >= 1")
+        if json_out is not None:
+            fsio.check_output_file(json_out, "--json")
         specs = []
         for r in rule:
             gate_rule_option(r, "--rule")
@@ -94,6 +101,14 @@ def gate_simulate_command(
                 )
             except ValidationError as exc:
                 raise ConfigError(describe_validation(exc, option_name, first_only=True)) from None
+            # Simulate only what the evaluator can run: it refuses odd counts (pairs).
+            try:
+                if r == "margin":
+                    check_even(episodes, "--episodes")
+                else:
+                    check_even(max_episodes, "--max-episodes")
+            except EvaluationError as exc:
+                raise ConfigError(str(exc)) from None
             m: SprtModel = sprt_model if r == "sprt" else "trinomial"
             specs.append(SimSpec(spec_label(settings, m, check_every), settings, m, check_every))
         for rate in rates:

@@ -61,6 +61,10 @@ class Run:
         )
         self.launcher: Launcher = options.launcher or LocalLauncher()
         self.use_git = False
+        # Why the last commit failed (None once one succeeds): a run that could not
+        # commit its results must not end as a clean success.
+        self.commit_failure: str | None = None
+        self.git_checked = False  # vcs.check_workspace ran (once per run)
         self.lock: WorkspaceLock | None = None
         self.config: CurriculumConfig
         self.state: CurriculumState

@@ -17,12 +17,11 @@ from cosmic_curriculum.config import load_config
 from cosmic_curriculum.curriculum import transitions as t
 from cosmic_curriculum.curriculum.context import Run, RunOptions
 from cosmic_curriculum.curriculum.evaluation import evaluate
-from cosmic_curriculum.curriculum.persist import blocked_message, persist
+from cosmic_curriculum.curriculum.persist import final_error, persist
 from cosmic_curriculum.curriculum.preflight import check_before_detach, explain_lock, start
 from cosmic_curriculum.curriculum.resume import initial_resume, reference_for, set_aside_stale
 from cosmic_curriculum.curriculum.training import train
 from cosmic_curriculum.errors import (
-    BlockedError,
     ConfigError,
     CurriculumError,
     LockError,
@@ -125,8 +124,9 @@ def _loop(run: Run) -> CurriculumState:
         else:
             break
     run.reporter.finished(run.state)
-    if run.state.status == "blocked":
-        raise BlockedError(blocked_message(run))
+    error = final_error(run)
+    if error is not None:
+        raise error
     return run.state
 
 

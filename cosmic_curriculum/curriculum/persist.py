@@ -1,19 +1,27 @@
 """What a decision leaves behind: the review of a block, the curves, the git commit and push.
 
-Commits carry only our paths (``git commit -- paths``): the state, the history, every logged
-attempt's bot (JSON and ONNX), log and curve, the reviews and the curriculum's curves. A
-failed commit is a warning (progress is on disk and committed later); a failed push is
-retried after the next commit.
+Commits carry only our paths (:func:`vcs.commit_paths`): the state, the history, every
+logged attempt's bot (JSON and ONNX twin), log (its last MiB when longer) and curve, the
+reviews and the curriculum's curves. A failed commit is a warning (progress is on disk;
+each later commit retries it), but a run whose last commit failed ends with
+:class:`UncommittedError` (exit 3), never as a clean success; a failed push is retried
+after the next commit.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 from cosmic_curriculum import fsio, history, vcs
 from cosmic_curriculum.curriculum import transitions as t
 from cosmic_curriculum.curriculum.context import REASON_HINT, Run
-from cosmic_curriculum.errors import GitError
+from cosmic_curriculum.errors import (
+    BlockedError,
+    CurriculumError,
+    GitError,
+    UncommittedError,
+)
 from cosmic_curriculum.layout import committed_paths
 
 COMMIT_PREFIX = "chore(training): curriculum progress after"
@@ -34,7 +42,10 @@ def persist(run: Run) -> None:
 
 
 def commit(run: Run, experiment: str, extra: list[Path] | None = None, quiet: bool = False) -> None:
-    """Commit our files (state, history, every attempt's bot and log, reviews); push."""
+    """Commit our files (state, history, every attempt's bot and log, reviews); push.
+    Nothing to do when the run goes on without git (its preflight said why, once)."""
+    if not run.use_git:
+        return
     paths = run.paths
     files: list[Path] = [paths.state, paths.history, *(extra or [])]
     for entry in run.state.log:
@@ -46,11 +57,16 @@ def commit(run: Run, experiment: str, extra: list[Path] | None = None, quiet: bo
         experiment = run.state.log[-1].experiment if run.state.log else "start"
     message = f"{COMMIT_PREFIX} {experiment}"
     unique = list(dict.fromkeys(p for p in files if p.exists()))
+    check_git(run, unique)
     try:
         committed = vcs.commit_paths(run.ws, unique, message)
     except GitError as exc:
-        run.reporter.warning(f"{exc}; progress is saved on disk and will be committed later")
+        run.commit_failure = str(exc)
+        run.reporter.warning(
+            f"{exc}; progress is saved on disk; the commit is retried at the next decision"
+        )
         return
+    run.commit_failure = None
     if committed and not quiet:
         run.reporter.info(f"committed: {message}")
     if not run.opts.push or not (committed or run.state.push_pending):
@@ -62,6 +78,37 @@ def commit(run: Run, experiment: str, extra: list[Path] | None = None, quiet: bo
         run.reporter.warning(
             f"{detail}; training goes on, the push is retried after the next commit"
         )
+
+
+def check_git(run: Run, paths: Iterable[Path] = ()) -> None:
+    """Once per run, before its first commit (so before any training): refuse symlinked
+    paths we commit and say once that the workspace commits into an enclosing repository
+    (:func:`vcs.check_workspace`). Raises GitError."""
+    if run.git_checked:
+        return
+    warning = vcs.check_workspace(run.ws, paths)
+    run.git_checked = True
+    if warning is not None:
+        run.reporter.warning(warning)
+
+
+def final_error(run: Run) -> CurriculumError | None:
+    """How a run that stopped stepping ends: blocked (exit 1), or its results not
+    committed (exit 3, the next run's catch-up commit retries), or None (success)."""
+    uncommitted = (
+        f"the results are saved in {run.ws} but not committed to git ({run.commit_failure})"
+        if run.commit_failure
+        else None
+    )
+    if run.state.status == "blocked":
+        note = f"; note: {uncommitted}" if uncommitted else ""
+        return BlockedError(blocked_message(run) + note)
+    if uncommitted:
+        return UncommittedError(
+            f"curriculum {run.state.status}, but {uncommitted}; fix that and re-run "
+            f"`{run.command()}`, which commits them first"
+        )
+    return None
 
 
 def write_review(run: Run) -> Path:

@@ -43,7 +43,8 @@ from cosmic_curriculum.state import COUNT_KEYS, Attempt, CurriculumState, LogEnt
 Step = Literal["begin", "train", "evaluate", "decide", "commit", "blocked", "done"]
 
 
-NO_REASON = "no reason given"  # an override without --reason is still recorded as one
+# An override without --reason is still recorded: as this reason, with who asked.
+NO_REASON = "no reason given"
 
 
 class InvalidTransition(Exception):
@@ -279,9 +280,10 @@ def _force_retry(state: CurriculumState, config: CurriculumConfig, e: ForceRetry
     state.forced_retry = {
         "stage_index": state.stage_index,
         "attempt": state.attempt,
-        "reason": e.reason or NO_REASON,
-        "by": e.by,
+        "reason": e.reason,
     }
+    if not e.reason:
+        state.forced_retry.update(reason=NO_REASON, by=e.by)
 
 
 def skipped_experiment(state: CurriculumState, config: CurriculumConfig) -> str:
@@ -302,7 +304,7 @@ def _skip_stage(state: CurriculumState, config: CurriculumConfig, e: SkipStage) 
             override="skip_to_next_stage",
             reason=e.reason or NO_REASON,
             decided_at=e.now,
-            by=e.by,
+            by=None if e.reason else e.by,
         )
     )
     state.blocked_reason = None

@@ -22,7 +22,7 @@ EVENTS: dict[str, t.Event] = {
     "Resumed": t.Resumed(),
     "TrainingLaunched": t.TrainingLaunched(resume="checkpoints/x/step_5.zip", now=NOW),
     "TrainerStarted": t.TrainerStarted(pgid=41, pid=41, start_time=7),
-    "Trained": t.Trained({"timesteps": 9}),
+    "Trained": t.Trained({"timesteps": 9, "total": 9}),
     "TrainingFailed": t.TrainingFailed("training command exited with status 1"),
     "EvaluationStarted": t.EvaluationStarted(history_before=3),
     "EvaluationFailed": t.EvaluationFailed("evaluation command exited with status 2"),
@@ -30,8 +30,8 @@ EVENTS: dict[str, t.Event] = {
     "Decide": t.Decide({**PASSING, "id": "ev-1"}, NOW),
     "Committed": t.Committed(),
     "Interrupted": t.Interrupted(),
-    "ForceRetry": t.ForceRetry("try again"),
-    "SkipStage": t.SkipStage("good enough", NOW),
+    "ForceRetry": t.ForceRetry("try again", "ann"),
+    "SkipStage": t.SkipStage("good enough", NOW, "ann"),
     "ConfigRecorded": t.ConfigRecorded(["h1", "h2"], "cfg", [{"name": "a"}, {"name": "b"}]),
     "PushTried": t.PushTried(ok=False),
 }
@@ -169,21 +169,27 @@ def test_the_built_in_evaluators_own_verdict_wins(config: CurriculumConfig) -> N
 
 def test_force_retry_then_its_decision_is_marked(config: CurriculumConfig) -> None:
     blocked = state_in("committed", status="blocked", attempt=2, blocked_reason="why")
-    retry = t.apply(blocked, config, t.ForceRetry("one more"))
+    retry = t.apply(blocked, config, t.ForceRetry("one more", "ann"))
     assert (retry.status, retry.blocked_reason) == ("in_progress", None)
     assert retry.forced_retry == {"stage_index": 0, "attempt": 2, "reason": "one more"}
+    unexplained = t.apply(blocked, config, t.ForceRetry(None, "ann"))
+    assert unexplained.forced_retry is not None
+    assert (unexplained.forced_retry["reason"], unexplained.forced_retry["by"]) == (
+        t.NO_REASON,
+        "ann",
+    )
     assert t.next_step(retry) == "begin"
     begun = t.apply(retry, config, EVENTS["BeginAttempt"])
     assert begun.in_flight is not None and begun.in_flight.experiment == "curric-s1-score-retry2"
     begun = t.apply(begun, config, t.Trained())
     begun = t.apply(begun, config, t.Evaluated("ev-1"))
     entry = decide(config, begun, PASSING).log[-1]
-    assert (entry.forced_retry, entry.reason) == (True, "one more")
+    assert (entry.forced_retry, entry.reason, entry.by) == (True, "one more", None)
 
 
 def test_skip_accepts_the_last_attempt(config: CurriculumConfig) -> None:
     blocked = state_in("committed", status="blocked", attempt=3)
-    state = t.apply(blocked, config, t.SkipStage("good enough", NOW))
+    state = t.apply(blocked, config, t.SkipStage("good enough", NOW, "ann"))
     entry = state.log[-1]
     assert (entry.experiment, entry.override, entry.reason, entry.eval) == (
         "curric-s1-score-retry2",
