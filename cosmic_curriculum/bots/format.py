@@ -156,9 +156,9 @@ def read_document(path: Path) -> Any:
 
 def bot_files(directory: Path) -> list[Path]:
     """The bot files of a directory, sorted: every ``*.json``, and every ``*.onnx`` that is
-    not the twin of a JSON there (the same bot twice would play itself)."""
-    files = {p for p in directory.glob("*.json") if p.is_file()}
-    files |= {p for p in directory.glob("*.onnx") if p.is_file()}
+    not the twin of a JSON there (the same bot twice would play itself). Anything so named
+    is listed, so loading can say why a directory or a FIFO is no bot."""
+    files = {*directory.glob("*.json"), *directory.glob("*.onnx")}
     return sorted(p for p in files if p.suffix == ".json" or p.with_suffix(".json") not in files)
 
 

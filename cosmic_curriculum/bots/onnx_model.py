@@ -206,8 +206,10 @@ def _check_io(path: Path, what: str, args: list[Any], size: int) -> None:
 def load_onnx_bot(path: str | Path) -> OnnxBot:
     """An ONNX bot file as an :class:`OnnxBot`; ``BotError`` names file and fault."""
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise BotError(f"{path}: bot file not found")
+    if not path.is_file():  # onnxruntime would read a FIFO forever
+        raise BotError(f"{path}: not a regular file, expected an ONNX bot file")
     try:
         import onnxruntime as ort
     except ImportError:

@@ -264,6 +264,9 @@ def test_faulty_onnx_files_are_refused_with_one_line(tmp_path: Path) -> None:
         bots.load_bot(garbage)
     with pytest.raises(BotError, match=r"nothing.onnx: bot file not found"):
         bots.load_bot(tmp_path / "nothing.onnx")
+    (tmp_path / "folder.onnx").mkdir()
+    with pytest.raises(BotError, match=r"folder.onnx: not a regular file"):
+        bots.load_bot(tmp_path / "folder.onnx")
     with pytest.raises(BotError, match=r"metadata_props lack decision_ticks"):
         bots.load_bot(_model_without(tmp_path, "decision_ticks"))
     with pytest.raises(BotError, match=r"metadata_props lack game"):
