@@ -86,14 +86,14 @@ def fit_elo(
 
 def discover(bots_dir: Path) -> tuple[list[Path], list[tuple[Path, str]]]:
     """Loadable bot files in ``bots_dir`` (sorted) and the skipped ones with the reason."""
-    from cosmic_curriculum.bots import load_bot
+    from cosmic_curriculum.bots import bot_files, load_bot
 
     bots_dir = Path(bots_dir)
     if not bots_dir.is_dir():
         raise EvaluationError(f"--bots-dir {bots_dir}: not a directory; point it at your bots/")
     good: list[Path] = []
     skipped: list[tuple[Path, str]] = []
-    for path in sorted(bots_dir.glob("*.json")):
+    for path in bot_files(bots_dir):
         try:
             load_bot(path)
         except BotError as exc:

@@ -6,6 +6,7 @@ A workspace holds::
     curriculum_state.json       resumable state          eval_history.json  every evaluation
     .cosmic-curriculum.lock     one run per workspace
     bots/<exp>.json             exported bots             checkpoints/<exp>/final.zip
+    bots/<exp>.onnx             the same bot as ONNX (for games; not used by the curriculum)
     checkpoints/<exp>/step_<n>.zip  periodic checkpoints  checkpoints/seed/  imported seeds
     logs/<exp>.log              trainer output            logs/<exp>.curve.png  its curve
     logs/review-<stage>.md      why a stage blocked       logs/curriculum_curves.png
@@ -81,12 +82,19 @@ def latest_step_checkpoint(directory: Path) -> Path | None:
 
 
 def published_paths(experiment: str) -> list[Path]:
-    """Workspace-relative paths an experiment commits: its bot, log and learning curve."""
+    """Workspace-relative paths of an experiment's results: its bot, log and learning curve."""
     return [
         Path("bots") / f"{experiment}.json",
         Path("logs") / f"{experiment}.log",
         Path("logs") / f"{experiment}.curve.png",
     ]
+
+
+def committed_paths(experiment: str) -> list[Path]:
+    """What the curriculum commits for an experiment: its results and the bot's ONNX twin
+    (a few KB, and what a game embeds, so it travels with the JSON). `run_training.sh`
+    alone publishes just :func:`published_paths` (bot, log and curve, as it promises)."""
+    return [*published_paths(experiment), Path("bots") / f"{experiment}.onnx"]
 
 
 @dataclass(frozen=True)
@@ -153,6 +161,9 @@ class Layout:
 
     def bot(self, experiment: str) -> Path:
         return self.bots / f"{experiment}.json"
+
+    def onnx(self, experiment: str) -> Path:
+        return self.bots / f"{experiment}.onnx"
 
     def log(self, experiment: str) -> Path:
         return self.logs / f"{experiment}.log"

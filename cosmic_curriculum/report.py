@@ -109,6 +109,10 @@ def status_data(workspace: Path, config_path: Path | None = None) -> dict[str, A
     ws_flag = "" if ws == Path.cwd().resolve() else f" --workspace {shlex.quote(str(ws))}"
     stages: list[dict[str, Any]] = []
     names = [s.name for s in config.stages] if config else []
+    evaluations = history.load(ws / HISTORY_FILE)
+    from cosmic_curriculum.trends import stage_trend  # it builds on this module
+
+    by_id = {r["id"]: r for r in evaluations if isinstance(r.get("id"), str)}
     n_stages = max(len(names), state.stage_index + (0 if state.status == "done" else 1))
     logged: dict[int, list[LogEntry]] = {}
     for entry in state.log:  # one pass: never a scan of the log per stage
@@ -125,7 +129,11 @@ def status_data(workspace: Path, config_path: Path | None = None) -> dict[str, A
             stage_status = state.status if state.status == "blocked" else "current"
         else:
             stage_status = "pending"
-        stages.append({"index": i, "name": name, "status": stage_status, "attempts": attempts})
+        flying = state.in_flight if state.in_flight and state.in_flight.stage_index == i else None
+        trend = stage_trend(state.stage_log(i), by_id, ws / "logs", flying)
+        stages.append(
+            {"index": i, "name": name, "status": stage_status, "attempts": attempts, "trend": trend}
+        )
     flight = state.in_flight
     in_flight = None
     if flight is not None and flight.phase != "committed":
@@ -184,7 +192,7 @@ def status_data(workspace: Path, config_path: Path | None = None) -> dict[str, A
         "blocked_reason": state.blocked_reason,
         "last_error": state.last_error,
         "push_pending": state.push_pending,
-        "evaluations": len(history.load(ws / HISTORY_FILE)),
+        "evaluations": len(evaluations),
         "config_error": config_error,
         # False: stages.toml is missing or invalid (the CLI then exits 2).
         "config_loaded": config is not None,

@@ -312,6 +312,7 @@ def test_real_trainer_and_built_in_evaluator_end_to_end(tmp_path: Path) -> None:
     assert (target / "checkpoints" / "curric-s1-score" / "final.zip").is_file()
     tracked = git(target, "ls-files").splitlines()
     assert "bots/curric-s1-score.json" in tracked and "logs/curric-s1-score.log" in tracked
+    assert "bots/curric-s1-score.onnx" in tracked  # the trainer's ONNX twin is committed
 
 
 def test_init_inside_a_project_that_ignores_it_gets_its_own_repository(tmp_path: Path) -> None:

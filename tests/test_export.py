@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -16,6 +18,7 @@ from cosmic_curriculum.arena.vec_env import ArenaVecEnv
 from cosmic_curriculum.errors import TrainerError
 
 torch.set_num_threads(1)
+sys.path.insert(0, str(Path(__file__).resolve().parent / "bots"))  # bot_helpers
 
 
 def make_model(activation: type[nn.Module], arch: list[int]) -> PPO:
@@ -90,3 +93,28 @@ def test_non_finite_weights_are_refused() -> None:
         model.policy.action_net.bias[0] = float("nan")
     with pytest.raises(TrainerError, match="non-finite"):
         export.policy_layers(model.policy)
+
+
+def test_onnx_twin_matches_torch_deterministic_actions(tmp_path: Path) -> None:
+    # SB3's default tanh net with weights scrambled to saturate some actions. (Scrambled
+    # relu nets reach pre-activations so large that float32 summation order alone, numpy's
+    # against torch's, differs by more than 1e-5 over 10,000 observations.)
+    from bot_helpers import arena_observations
+
+    from cosmic_curriculum.bots.onnx_model import write_onnx
+
+    model = make_model(nn.Tanh, [64, 64])
+    mean, std = export.observation_normalisation(model.policy)
+    doc = bots.mlp_bot_document(
+        export.policy_layers(model.policy), mean, std, GameSettings(), 8, {"experiment": "t"}
+    )
+    json_path = tmp_path / "t.json"
+    bots.save_bot(json_path, doc)
+    onnx_bot = bots.load_bot(write_onnx(json_path))
+    rng = np.random.default_rng(0)
+    random_obs = rng.uniform(-1.0, 1.0, size=(10_000, OBS_SIZE)).astype(np.float32)
+    for obs in (random_obs, arena_observations(1000, seed=2)):
+        torch_actions, _ = model.predict(obs, deterministic=True)
+        onnx_actions = onnx_bot.act(obs, rng)
+        np.testing.assert_allclose(onnx_actions, torch_actions, atol=1e-5, rtol=0)
+        assert np.any(np.abs(torch_actions) == 1.0) and np.any(np.abs(torch_actions) < 0.99)

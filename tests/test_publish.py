@@ -141,3 +141,14 @@ def test_module_entry_point_in_the_workspace(ws: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == f"committed {EXP}'s bot and log"
     assert head_files(ws) == OURS
+
+
+def test_the_curriculum_commits_the_onnx_twin_run_training_leaves_it(ws: Path) -> None:
+    from cosmic_curriculum.layout import committed_paths
+
+    assert committed_paths("e1") == [*published_paths("e1"), Path("bots/e1.onnx")]
+    write_results(ws)
+    (ws / "bots" / f"{EXP}.onnx").write_bytes(b"onnx bytes")
+    assert publish(ws, EXP) == (True, True)
+    assert head_files(ws) == OURS
+    assert f"?? bots/{EXP}.onnx" in git(ws, "status", "--porcelain", "--untracked-files=all")

@@ -4,14 +4,16 @@ A bot is an ``arena.policy.Policy`` (re-exported here as ``Bot``) that also reco
 ``game`` it was made for. Modules: ``mlp`` (numpy inference of exported weights),
 ``scripted`` (the rookie), ``simple`` (inert and random), ``schema`` (the file format as
 pydantic models), ``format`` (build, load, save and hash bot files), ``specs`` (an
-opponent named on the command line, bot sources) and ``external`` (programs speaking the
-``cosmic-bot/1`` protocol). Never imports torch; the arena never imports this
+opponent named on the command line, bot sources), ``external`` (programs speaking the
+``cosmic-bot/1`` protocol) and ``onnx_model`` (MLP bots as ONNX, imported only when an
+``.onnx`` file is met). Never imports torch; the arena never imports this
 package.
 """
 
 from cosmic_curriculum.arena.policy import Policy as Bot
 from cosmic_curriculum.bots.external import ExecSpec, ExternalBot, stops_bots
 from cosmic_curriculum.bots.format import (
+    bot_files,
     bot_from_document,
     bot_sha256,
     load_bot,
@@ -56,6 +58,7 @@ __all__ = [
     "ScriptedBot",
     "ScriptedParams",
     "as_source",
+    "bot_files",
     "bot_from_document",
     "bot_from_spec",
     "bot_sha256",

@@ -125,8 +125,18 @@ def bot_from_document(doc: Any, source: str = "<document>") -> Bot:
 
 
 def load_bot(path: str | Path) -> Bot:
-    """Read and validate a bot file; any fault raises ``BotError`` naming file and fault."""
+    """Read and validate a bot file (JSON, or ``.onnx`` run by onnxruntime); any fault
+    raises ``BotError`` naming file and fault."""
     path = Path(path)
+    if path.suffix.lower() == ".onnx":
+        from cosmic_curriculum.bots.onnx_model import load_onnx_bot  # onnxruntime: lazily
+
+        return load_onnx_bot(path)
+    return bot_from_document(read_document(path), str(path))
+
+
+def read_document(path: Path) -> Any:
+    """The parsed (not yet validated) JSON of a bot file; ``BotError`` when unreadable."""
     try:
         text = fsio.read_text_file(path)  # a FIFO or a device is refused, never read
     except FileNotFoundError:
@@ -141,7 +151,15 @@ def load_bot(path: str | Path) -> Bot:
         doc = fsio.loads(text, keep_overflow=True)  # the schema names the overflowing field
     except fsio.JSONValueError as exc:
         raise BotError(f"{path}: not valid JSON ({exc})") from None
-    return bot_from_document(doc, str(path))
+    return doc
+
+
+def bot_files(directory: Path) -> list[Path]:
+    """The bot files of a directory, sorted: every ``*.json``, and every ``*.onnx`` that is
+    not the twin of a JSON there (the same bot twice would play itself). Anything so named
+    is listed, so loading can say why a directory or a FIFO is no bot."""
+    files = {*directory.glob("*.json"), *directory.glob("*.onnx")}
+    return sorted(p for p in files if p.suffix == ".json" or p.with_suffix(".json") not in files)
 
 
 def save_bot(path: str | Path, document: dict[str, Any]) -> None:

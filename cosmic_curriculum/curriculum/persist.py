@@ -1,10 +1,11 @@
 """What a decision leaves behind: the review of a block, the curves, the git commit and push.
 
 Commits carry only our paths (:func:`vcs.commit_paths`): the state, the history, every
-logged attempt's bot, log (its last MiB when longer) and curve, the reviews and the
-curriculum's curves. A failed commit is a warning (progress is on disk; each later commit
-retries it), but a run whose last commit failed ends with :class:`UncommittedError`
-(exit 3), never as a clean success; a failed push is retried after the next commit.
+logged attempt's bot (JSON and ONNX twin), log (its last MiB when longer) and curve, the
+reviews and the curriculum's curves. A failed commit is a warning (progress is on disk;
+each later commit retries it), but a run whose last commit failed ends with
+:class:`UncommittedError` (exit 3), never as a clean success; a failed push is retried
+after the next commit.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from cosmic_curriculum.errors import (
     GitError,
     UncommittedError,
 )
+from cosmic_curriculum.layout import committed_paths
 
 COMMIT_PREFIX = "chore(training): curriculum progress after"
 
@@ -52,7 +54,7 @@ def commit(run: Run, experiment: str, extra: list[Path] | None = None, quiet: bo
     files: list[Path] = [paths.state, paths.history, *(extra or [])]
     for entry in run.state.log:
         exp = entry.experiment
-        files += [paths.bot(exp), paths.log(exp), paths.curve(exp)]
+        files += [paths.root / p for p in committed_paths(exp)]
     files += paths.reviews()
     files.append(paths.curves)
     files += paths.report_files()

@@ -4,8 +4,8 @@
 #   scripts/run_training.sh EXPERIMENT --timesteps N --n-parallel N --speedup N [flags...]
 #
 # Run from the workspace. Trains with `python -m cosmic_curriculum train` (interpreter:
-# $COSMIC_CURRICULUM_PYTHON, default python3), which leaves checkpoints/EXPERIMENT/final.zip
-# and bots/EXPERIMENT.json. The trainer's exit code passes through (2 = bad flags,
+# $COSMIC_CURRICULUM_PYTHON, default python3), which leaves checkpoints/EXPERIMENT/final.zip,
+# bots/EXPERIMENT.json and its ONNX twin bots/EXPERIMENT.onnx. The trainer's exit code passes through (2 = bad flags,
 # 130/143 = stopped by SIGINT/SIGTERM after saving a checkpoint and a partial bot).
 #
 # With COSMIC_CURRICULUM_NO_GIT=1 (the orchestrator sets it and commits the same paths
@@ -13,7 +13,9 @@
 #   1. git pull --ff-only when the branch has an upstream (a failure is a warning),
 #   2. train, appending all output to logs/EXPERIMENT.log,
 #   3. on success commit bots/EXPERIMENT.json and the log (and the learning-curve PNG)
-#      -- only those paths -- and push (a failed push is a warning).
+#      -- only those paths -- and push (a failed push is a warning). The ONNX twin is
+#      left for you to commit (or regenerate with `cosmic-curriculum export-onnx`); the
+#      curriculum commits it with the rest.
 set -u
 
 PY="${COSMIC_CURRICULUM_PYTHON:-python3}"

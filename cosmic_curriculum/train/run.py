@@ -239,7 +239,8 @@ def export_bot(
     partial: bool,
     resumed_from: Path | None,
 ) -> Path:
-    """Write ``bots/<exp>.json`` (numpy layers, normalisation, game, provenance)."""
+    """Write ``bots/<exp>.json`` (numpy layers, normalisation, game, provenance) and its
+    ONNX twin ``bots/<exp>.onnx``."""
     from cosmic_curriculum import bots, export
 
     layout = settings.layout
@@ -268,7 +269,22 @@ def export_bot(
     )
     bot = layout.bot(settings.experiment)
     bots.save_bot(bot, document)
+    write_onnx_twin(bot, layout.onnx(settings.experiment))
     return bot
+
+
+def write_onnx_twin(bot: Path, out: Path) -> None:
+    """``bots/<exp>.onnx`` next to the JSON: the same bot for games (docs/BOT_FORMAT.md).
+
+    The JSON is what the curriculum plays, so a failed conversion is a warning, and a
+    stale twin of an earlier export is removed rather than left disagreeing with it."""
+    from cosmic_curriculum.bots.onnx_model import write_onnx
+
+    try:
+        write_onnx(bot, out)
+    except Exception as exc:
+        out.unlink(missing_ok=True)
+        sys.stderr.write(f"warning: could not write {out.name}: {exc}\n")
 
 
 def plot_curve(layout: Layout, experiment: str, stats: RunStats) -> None:

@@ -43,3 +43,40 @@ def write(tmp_path: Path, doc: Any, name: str = "bot.json") -> Path:
     path = tmp_path / name
     path.write_text(doc if isinstance(doc, str) else json.dumps(doc))
     return path
+
+
+class Recording:
+    """Plays like ``inner`` and keeps every observation the arena shows it."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.kind = inner.kind
+        self.decision_ticks = inner.decision_ticks
+        self.seen: list[np.ndarray] = []
+
+    def act(self, obs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        self.seen.append(obs.copy())
+        return self.inner.act(obs, rng)
+
+    def reset(self, mask: np.ndarray) -> None:
+        self.inner.reset(mask)
+
+
+def arena_observations(count: int, seed: int = 0, settings: GameSettings | None = None):
+    """``count`` real observations (float32 (count, OBS_SIZE)), drawn from both seats of
+    rookie-vs-random matches played through ``arena.match.play_pairs``."""
+    from cosmic_curriculum.arena.match import play_pairs
+    from cosmic_curriculum.bots import RandomBot, bot_from_document, rookie_document
+
+    settings = settings or GameSettings()
+    rng = np.random.default_rng(seed)
+    seen: list[np.ndarray] = []
+    k = 0
+    while sum(len(o) for o in seen) < 4 * count:
+        rookie = Recording(bot_from_document(rookie_document()))
+        rand = Recording(RandomBot(16))
+        play_pairs(rookie, rand, 8, seed + k, settings)
+        seen += rookie.seen + rand.seen
+        k += 1
+    pool = np.concatenate(seen).astype(np.float32)
+    return pool[rng.choice(len(pool), size=count, replace=False)]

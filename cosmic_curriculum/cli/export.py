@@ -1,0 +1,62 @@
+"""`export-onnx` and `history export`: bots and results in formats other tools read
+(the work: :mod:`cosmic_curriculum.bots.onnx_model`, :mod:`cosmic_curriculum.history_export`)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from cosmic_curriculum.cli.app import app, guarded
+
+history_app = typer.Typer(
+    help="The evaluation history as data: export it for plots and notebooks.",
+    no_args_is_help=True,
+)
+app.add_typer(history_app, name="history")
+
+
+@app.command("export-onnx")
+def export_onnx_command(
+    bot: Annotated[Path, typer.Argument(help="MLP bot JSON to convert.")],
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", "-o", help="ONNX file to write [default: BOT with .onnx]."),
+    ] = None,
+) -> None:
+    """Convert an MLP bot file to ONNX (obs [batch, 43] -> action [batch, 6]) for games."""
+
+    def run() -> None:
+        from cosmic_curriculum.bots.onnx_model import write_onnx
+
+        written = write_onnx(bot, out)
+        sys.stdout.write(f"wrote {written}\n")
+
+    guarded(run)
+
+
+@history_app.command("export")
+def history_export_command(
+    fmt: Annotated[str, typer.Option("--format", help="csv, jsonl or parquet.")] = "csv",
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", "-o", help="File to write [default: stdout; parquet needs one]."),
+    ] = None,
+    history_path: Annotated[
+        Path, typer.Option("--history", help="Evaluation history to read.")
+    ] = Path("eval_history.json"),
+) -> None:
+    """One row per evaluation: time, stage, experiment, counts, score, gap, Elo, verdict."""
+
+    def run() -> None:
+        from cosmic_curriculum.history_export import export_history
+
+        count, text = export_history(history_path, fmt, out)
+        if text is not None:
+            sys.stdout.write(text)
+        else:
+            sys.stderr.write(f"wrote {count} rows to {out}\n")
+
+    guarded(run)

@@ -1,0 +1,122 @@
+"""Per-stage trends for `status --json`: is each retry of a stage doing better?
+
+For every attempt that trained (overrides add no training), one row with its score (from
+the state's counts, else its history record), its training progress (the last
+``@progress`` line of ``logs/<exp>.log``: timesteps, fps, reward, win rate) and its wall
+time (from the log's first launch header ``# <utc time> <command>`` to the decision).
+Only what is cheap to read: the state, the history already loaded, a log's first and
+last few KB. Imported by `status`, so no numpy, torch or GitPython.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from cosmic_curriculum.report import latest_progress
+from cosmic_curriculum.state import Attempt, LogEntry
+
+HEADER_BYTES = 4096
+PROGRESS_FIELDS = ("timesteps", "total", "fps", "reward", "win_rate")
+
+
+def _seconds_between(start: str | None, end: str | None) -> float | None:
+    if not start or not end:
+        return None
+    try:
+        return round((datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds())
+    except (TypeError, ValueError):  # a hand-edited stamp, or naive against aware
+        return None
+
+
+def launched_at(log: Path) -> str | None:
+    """The time of the first launch header the curriculum wrote into a trainer's log."""
+    try:
+        with open(log, "rb") as fh:
+            first = fh.read(HEADER_BYTES).decode("utf-8", "replace").split("\n", 1)[0]
+    except OSError:
+        return None
+    parts = first.split(" ", 2)
+    if len(parts) < 2 or parts[0] != "#":
+        return None
+    try:
+        datetime.fromisoformat(parts[1])
+    except ValueError:
+        return None
+    return parts[1]
+
+
+def _score(counts: dict[str, Any] | None) -> float | None:
+    counts = counts or {}
+    episodes = counts.get("episodes")
+    if not isinstance(episodes, int) or episodes <= 0:
+        return None
+    return (int(counts.get("wins_a", 0) or 0) + 0.5 * int(counts.get("draws", 0) or 0)) / episodes
+
+
+def _progress(log: Path) -> dict[str, Any]:
+    try:
+        progress = latest_progress(log) or {}
+    except OSError:
+        progress = {}
+    return {key: progress.get(key) for key in PROGRESS_FIELDS}
+
+
+def attempt_trend(
+    experiment: str,
+    attempt: int,
+    logs: Path,
+    counts: dict[str, Any] | None,
+    record: dict[str, Any] | None,
+    decision: str | None,
+    decided_at: str | None,
+) -> dict[str, Any]:
+    log = logs / f"{experiment}.log"
+    started = launched_at(log)
+    score = _score(counts) if counts else _score(record)
+    return {
+        "attempt": attempt,
+        "experiment": experiment,
+        "decision": decision,
+        "score": score,
+        "episodes": (counts or record or {}).get("episodes"),
+        **_progress(log),
+        "started_at": started,
+        "decided_at": decided_at,
+        "wall_seconds": _seconds_between(started, decided_at),
+        "eval_seconds": (record or {}).get("seconds"),
+    }
+
+
+def stage_trend(
+    entries: list[LogEntry],
+    records: dict[str, dict[str, Any]],
+    logs: Path,
+    flight: Attempt | None,
+) -> list[dict[str, Any]]:
+    """The attempts of one stage in order (the one in flight last, undecided), each with
+    ``score_change``: its score minus the previous scored attempt's."""
+    rows = [
+        attempt_trend(
+            e.experiment,
+            e.attempt,
+            logs,
+            e.eval,
+            records.get(e.eval_id or ""),
+            e.decision,
+            e.decided_at,
+        )
+        for e in entries
+        if e.override is None
+    ]
+    if flight is not None and flight.phase != "committed":
+        rows.append(attempt_trend(flight.experiment, flight.attempt, logs, None, None, None, None))
+        rows[-1]["phase"] = flight.phase
+    previous: float | None = None
+    for row in rows:
+        score = row["score"]
+        change = None if score is None or previous is None else score - previous
+        row["score_change"] = change
+        previous = score if score is not None else previous
+    return rows
