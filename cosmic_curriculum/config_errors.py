@@ -1,0 +1,107 @@
+"""`stages.toml` errors as one line: `file:line: key: problem`.
+
+pydantic says which key is wrong; this finds its line in the TOML text (best effort) and
+says the problem in the user's terms.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+# The union tags pydantic puts after `reference_bot` (a path, or {exec = [...]}).
+REFERENCE_TAGS = ("path", "exec")
+
+
+def describe(path: Path, text: str, exc: ValidationError) -> str:
+    """The first validation error as `file:line: key: problem`."""
+    err = exc.errors()[0]
+    loc = _untagged(tuple(err["loc"]))
+    key = _dotted(loc)
+    line = _locate(text, loc)
+    where = f"{path}:{line}" if line else str(path)
+    if err["type"] == "extra_forbidden":
+        problem = f"unknown key '{loc[-1]}'; check its spelling (see docs/ARCHITECTURE.md)"
+    elif err["type"] == "missing":
+        problem = "is required"
+    else:
+        msg = err["msg"].removeprefix("Value error, ")
+        value = err.get("input")
+        scalar = isinstance(value, str | int | float | bool)
+        problem = f"{msg} (got {value!r})" if scalar else msg
+    if key == "stages" and err["type"] == "too_short":
+        problem = "the curriculum has no stages; add at least one [[stages]] table"
+    if loc[-2:] == ("reference_bot", "exec") and err["type"] == "list_type":
+        problem = (
+            'must be an argv list like ["./mybot", "--level", "3"], never a shell string '
+            f"(got {err.get('input')!r})"
+        )
+    if loc[-1] == "reference_bot" and err["type"] == "string_type":
+        problem = (
+            f'expected a bot file\'s path or a program as {{exec = ["./mybot", ...]}} '
+            f"(got {err.get('input')!r})"
+        )
+    return f"{where}: {key}: {problem}"
+
+
+def _untagged(loc: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``loc`` without the union tag pydantic puts after ``reference_bot``."""
+    for i, part in enumerate(loc[:-1]):
+        if part == "reference_bot" and loc[i + 1] in REFERENCE_TAGS:
+            return loc[: i + 1] + loc[i + 2 :]
+    return loc
+
+
+def _dotted(loc: tuple[Any, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out or "(file)"
+
+
+def _locate(text: str, loc: tuple[Any, ...]) -> int | None:
+    """Best-effort line number of the key at ``loc`` in the TOML text (1-based)."""
+    lines = text.splitlines()
+    start, end = 0, len(lines)
+    parts = list(loc)
+    # Narrow to the table the key lives in: [[stages]] number k, [defaults], [gate] ...
+    if parts and parts[0] == "stages" and len(parts) > 1 and isinstance(parts[1], int):
+        headers = [i for i, ln in enumerate(lines) if ln.strip() == "[[stages]]"]
+        k = parts[1]
+        if k < len(headers):
+            start = headers[k]
+            end = headers[k + 1] if k + 1 < len(headers) else len(lines)
+            if len(parts) == 2:
+                return start + 1
+        parts = parts[2:]
+        if parts and parts[0] == "gate":
+            for i in range(start, end):
+                if lines[i].strip() == "[stages.gate]":
+                    start = i
+                    break
+            parts = parts[1:]
+    elif parts and parts[0] in ("defaults", "gate") and len(parts) > 1:
+        for i, ln in enumerate(lines):
+            if ln.strip() == f"[{parts[0]}]":
+                start = i
+                break
+        parts = parts[1:]
+    elif parts:
+        first_table = next(
+            (i for i, ln in enumerate(lines) if ln.strip().startswith("[")), len(lines)
+        )
+        end = first_table
+    key = next((p for p in parts if isinstance(p, str)), None)
+    if key is None:
+        return None
+    pattern = re.compile(rf"^\s*{re.escape(key)}\s*=")
+    for i in range(start, end):
+        if pattern.match(lines[i]):
+            return i + 1
+    return None
