@@ -154,7 +154,7 @@ def _reference_kind(value: Any) -> str:
 
 
 # A reference bot: a bot file's path or an exec table. The tag is a union member's name,
-# dropped from error locations by config_errors.describe (the key is `reference_bot`, not `...path`).
+# dropped from error locations by config_errors.describe (the key is `reference_bot`).
 ReferenceBot = Annotated[
     Annotated[Arg, Tag("path")] | Annotated[ExecReference, Tag("exec")],
     Discriminator(_reference_kind),
