@@ -165,3 +165,34 @@ def locate(workspace: Path | str, timeout: float | None = None) -> RepoDirs | No
     if not found.ok or len(lines) < 2:
         return None
     return RepoDirs(Path(lines[0]).resolve(), Path(lines[1]))
+
+
+def git_processes_running(repo_dirs: Sequence[Path]) -> bool:
+    """Is a git process working in this repository running?
+
+    Only git processes whose working directory lies in ``repo_dirs`` (the work tree or
+    the git dir) count: an editor polling another repository must not keep a stale lock
+    here forever (every commit would fail). A git process of ours we cannot inspect counts
+    as running (conservative).
+    """
+    uid = os.getuid()
+    roots = [str(Path(d).resolve()) for d in repo_dirs]
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            comm = Path(entry.path, "comm").read_text().strip()
+            owner = entry.stat().st_uid
+        except OSError:
+            continue
+        if owner != uid or not (comm == "git" or comm.startswith("git-")):
+            continue
+        try:
+            cwd = os.readlink(Path(entry.path, "cwd"))
+        except OSError:
+            if Path(entry.path).exists():
+                return True
+            continue
+        if any(cwd == root or cwd.startswith(root + os.sep) for root in roots):
+            return True
+    return False

@@ -130,6 +130,20 @@ def commit_paths(workspace: Path, paths: Sequence[Path | str], message: str) -> 
     return True
 
 
+LOCK_OWNER = "cosmic-curriculum pid "  # what our own index.lock says, for the cleanup
+
+
+def _create_lock(lock: Path) -> None:
+    """Create ``lock`` saying who we are: a run killed while it holds it leaves a lock
+    that `remove_stale_index_locks` knows is ours, even while a git child it started
+    outlives it."""
+    fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+    try:
+        os.write(fd, f"{LOCK_OWNER}{os.getpid()}\n".encode())
+    finally:
+        os.close(fd)
+
+
 @contextmanager
 def _index_locked(dirs: RepoDirs) -> Iterator[None]:
     """Hold the user's ``index.lock`` (git's own protocol) while we commit, so no other
@@ -137,7 +151,7 @@ def _index_locked(dirs: RepoDirs) -> Iterator[None]:
     ``remove_stale_index_locks`` clears at the next start."""
     lock = dirs.git_dir / "index.lock"
     try:
-        os.close(os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+        _create_lock(lock)
     except FileExistsError:
         raise GitError(
             f"{dirs.root}: {lock} exists (another git is running, or a killed git left "

@@ -10,7 +10,7 @@ and a machine without git need nothing from it.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from contextlib import suppress
 from pathlib import Path
 
@@ -19,6 +19,7 @@ from cosmic_curriculum.gitcmd import (
     GitRunError,
     RepoDirs,
     git_executable,
+    git_processes_running,
     git_timeout,
     locate,
     run_git,
@@ -26,6 +27,7 @@ from cosmic_curriculum.gitcmd import (
 from cosmic_curriculum.gitcommit import (
     FALLBACK_EMAIL,
     FALLBACK_NAME,
+    LOCK_OWNER,
     LOG_COMMIT_LIMIT,
     TEMP_INDEX_PREFIX,
     commit_paths,
@@ -160,37 +162,6 @@ def check_workspace(workspace: Path, paths: Iterable[Path] = ()) -> str | None:
     )
 
 
-def _git_processes_running(repo_dirs: Sequence[Path]) -> bool:
-    """Is a git process working in this repository running?
-
-    Only git processes whose working directory lies in ``repo_dirs`` (the work tree or
-    the git dir) count: an editor polling another repository must not keep a stale lock
-    here forever (every commit would fail). A git process of ours we cannot inspect counts
-    as running (conservative).
-    """
-    uid = os.getuid()
-    roots = [str(Path(d).resolve()) for d in repo_dirs]
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            comm = Path(entry.path, "comm").read_text().strip()
-            owner = entry.stat().st_uid
-        except OSError:
-            continue
-        if owner != uid or not (comm == "git" or comm.startswith("git-")):
-            continue
-        try:
-            cwd = os.readlink(Path(entry.path, "cwd"))
-        except OSError:
-            if Path(entry.path).exists():
-                return True
-            continue
-        if any(cwd == root or cwd.startswith(root + os.sep) for root in roots):
-            return True
-    return False
-
-
 def remove_stale_index_locks(workspace: Path) -> list[Path]:
     """Remove ``index.lock`` files left by a killed git (and private indexes a killed
     run of ours left; those are not reported).
@@ -199,8 +170,12 @@ def remove_stale_index_locks(workspace: Path) -> list[Path]:
     nothing is removed while any git process runs, since it may own the lock.
     """
     dirs = locate(workspace)
-    if dirs is None or _git_processes_running([dirs.root, dirs.git_dir]):
+    if dirs is None:
         return []
+    if git_processes_running([dirs.root, dirs.git_dir]):
+        # A git may own the lock; not one that a dead run of ours wrote (its orphaned git
+        # children use a private index, never this lock).
+        return [] if not _our_dead_lock(dirs.git_dir / "index.lock") else _unlink(dirs)
     git_dir = dirs.git_dir
     for leftover in git_dir.glob(f"{TEMP_INDEX_PREFIX}*"):
         leftover.unlink(missing_ok=True)
@@ -211,6 +186,24 @@ def remove_stale_index_locks(workspace: Path) -> list[Path]:
             lock.unlink()
             removed.append(lock)
     return removed
+
+
+def _our_dead_lock(lock: Path) -> bool:
+    """Is ``lock`` one a run of ours wrote (`gitcommit.LOCK_OWNER`) that has died?"""
+    try:
+        text = lock.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    if not text.startswith(LOCK_OWNER):
+        return False
+    pid = text[len(LOCK_OWNER) :].strip()
+    return not (pid.isdigit() and Path(f"/proc/{pid}").exists())
+
+
+def _unlink(dirs: RepoDirs) -> list[Path]:
+    lock = dirs.git_dir / "index.lock"
+    lock.unlink(missing_ok=True)
+    return [lock]
 
 
 def _config(root: Path, key: str) -> str | None:

@@ -284,3 +284,25 @@ def test_a_run_without_git_never_reports_an_uncommitted_result(tmp_path: Path) -
     commit(run, "curric-s1-score")
     assert rec.warned == [] and run.commit_failure is None
     assert final_error(run) is None
+
+
+def test_a_lock_our_killed_run_left_goes_even_while_its_orphaned_git_runs(tmp_path: Path) -> None:
+    """Killed mid-commit: its git child outlives it in the repository, which used to keep
+    our own stale index.lock forever (every later commit failed)."""
+    import subprocess
+
+    from cosmic_curriculum.gitcommit import LOCK_OWNER
+
+    repo = init_repo(tmp_path / "r")
+    lock = repo / ".git" / "index.lock"
+    orphan = subprocess.Popen(["git", "hash-object", "--stdin"], cwd=repo, stdin=subprocess.PIPE)
+    try:
+        lock.write_text("")  # a lock some other git holds: kept while a git runs
+        assert vcs.remove_stale_index_locks(repo) == []
+        lock.write_text(f"{LOCK_OWNER}999999999\n")  # ours, and that pid does not exist
+        assert vcs.remove_stale_index_locks(repo) == [lock]
+        assert not lock.exists()
+    finally:
+        assert orphan.stdin is not None
+        orphan.stdin.close()
+        orphan.wait()
