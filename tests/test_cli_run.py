@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes.waiting import wait_until
 from fakes.workspace import (
     cli_env,
     completed_trainings,
@@ -74,16 +75,6 @@ def cli(ws: Path, *args: str) -> subprocess.CompletedProcess[str]:
         text=True,
         timeout=120,
     )
-
-
-def wait_until(pred: Callable[[], Any], timeout: float = 30.0, what: str = "") -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = pred()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def phase_is(ws: Path, exp: str, phase: str) -> Callable[[], bool]:

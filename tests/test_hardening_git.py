@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from fakes.waiting import alive
 from fakes.workspace import (
     fake_env,
     make_workspace,
@@ -48,15 +49,6 @@ def hook(repo: Path, name: str, body: str) -> Path:
     path.write_text("#!/bin/sh\n" + body)
     path.chmod(0o755)
     return path
-
-
-def alive(pid: int) -> bool:
-    """Running (a zombie nobody reaps counts as gone)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def test_the_git_timeout_is_one_setting(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -9,12 +9,11 @@ import re
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes.waiting import wait_until
 from fakes.workspace import cli_env, make_workspace, run_argv, set_scripts
 from rich.console import Console
 from typer.testing import CliRunner
@@ -26,16 +25,6 @@ from cosmic_curriculum.report import decision_interval
 from cosmic_curriculum.reporter import ConsoleReporter
 from cosmic_curriculum.state import Attempt, WorkspaceLock
 from cosmic_curriculum.workspace import TMUX_SOCKET_ENV
-
-
-def wait_for(pred: Callable[[], Any], timeout: float = 60.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = pred()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError("timed out")
 
 
 def cli(
@@ -102,7 +91,7 @@ def test_status_says_running_with_eta_while_a_run_is_live(tmp_path: Path) -> Non
             found: dict[str, Any] | None = data["live"]
             return data if found and found["eta_seconds"] is not None else None
 
-        data = wait_for(live)
+        data = wait_until(live, timeout=60.0, what="a live status", every=0.2)
         assert data["live"]["pid"] == run.pid and data["live"]["phase"] == "training"
         assert data["live"]["total"] == 400 and 0 < data["live"]["timesteps"] < 400
         assert data["live"]["fps"] == 1000.0 and data["live"]["since"]

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes.waiting import alive
 from fakes.workspace import (
     cli_env,
     fake_env,
@@ -96,15 +97,6 @@ def recorder(tmp_path: Path, body: str = "") -> str:
 def notified(tmp_path: Path) -> list[dict[str, Any]]:
     path = tmp_path / "notified.jsonl"
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
-
-
-def alive(pid: int) -> bool:
-    """Running (a zombie waiting for a reaper that is not us does not count)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def test_webhook_example_posts_the_block(
