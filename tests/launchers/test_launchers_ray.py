@@ -1,6 +1,6 @@
 """The Ray launcher against a real one-node Ray cluster that this module starts (and stops).
 
-The cluster listens on free ports of 127.0.0.1 only, with its own temp dir, 2 CPUs and 4
+The cluster serves its Jobs API on 127.0.0.1 (free ports), with its own temp dir, 2 CPUs and 4
 fake GPUs; the fake trainer stands in for training. Marked slow: a cluster takes seconds
 to start and every job a second or two.
 """
@@ -102,7 +102,11 @@ def test_sigint_stops_the_job_and_the_run_resumes(tmp_path: Path, ray_address: s
     from ray.job_submission import JobSubmissionClient
 
     client = JobSubmissionClient(ray_address)
-    mine = [j for j in client.list_jobs() if str(ws) in str(j.entrypoint)]  # this test's
+    mine = [  # this test's training jobs (not its workspace probe, not other tests' jobs)
+        j
+        for j in client.list_jobs()
+        if str(j.submission_id).startswith("cosmic-curric-") and str(ws) in str(j.entrypoint)
+    ]
     assert mine and {str(getattr(j.status, "value", j.status)) for j in mine} == {"STOPPED"}
 
 
