@@ -22,7 +22,7 @@ from cosmic_curriculum import DATA_DIR
 from cosmic_curriculum.config import preset_path
 from cosmic_curriculum.errors import ConfigError, CurriculumError
 from cosmic_curriculum.fsio import atomic_write_json, atomic_write_text
-from cosmic_curriculum.layout import HISTORY_FILE, LOCK_FILE, REPORT_HTML, STATE_FILE
+from cosmic_curriculum.layout import HISTORY_FILE, LOCK_FILE, REPORT_HTML, STATE_FILE, Layout
 from cosmic_curriculum.state import CurriculumState, WorkspaceLock, save_state
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -220,7 +220,7 @@ def start_detached(
         # A run outside tmux already holds the workspace: say so here, not in a session
         # that would close before anyone could read its error.
         WorkspaceLock(ws).acquire().release()
-    log = ws / "logs" / "curriculum.log"
+    log = Layout(ws).detached_log
     log.parent.mkdir(parents=True, exist_ok=True)
     from cosmic_curriculum.reporter import PLAIN_OUTPUT_ENV
 
