@@ -6,6 +6,7 @@ this machine without being on 127.0.0.1."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -27,8 +28,12 @@ def free_port() -> int:
 
 
 @contextmanager
-def local_ray_cluster() -> Iterator[str]:
-    """The address of a new one-node cluster (2 CPUs, 4 fake GPUs), stopped on exit."""
+def local_ray_cluster(hidden: Path | None = None) -> Iterator[str]:
+    """The address of a new one-node cluster (2 CPUs, 4 fake GPUs), stopped on exit.
+
+    ``hidden``: a directory the cluster's processes see empty (a tmpfs mounted over it in
+    their own mount namespace), as a node that lacks the submitter's filesystem would.
+    """
     from ray.job_submission import JobSubmissionClient
 
     temp = Path(tempfile.mkdtemp(prefix="rt", dir="/tmp"))  # socket paths must stay short
@@ -47,6 +52,10 @@ def local_ray_cluster() -> Iterator[str]:
     argv = [str(RAY), "start", "--head", "--block", "--dashboard-host", "127.0.0.1"]
     argv += [f"{k}={v}" for k, v in ports.items()]
     argv += ["--num-cpus=2", "--num-gpus=4", f"--temp-dir={temp}", "--disable-usage-stats"]
+    if hidden is not None:
+        mount = 'mount -t tmpfs tmpfs "$0" && exec "$@"'
+        argv = ["unshare", "--mount", "--propagation", "private", "sh", "-c", mount,
+                str(hidden), *argv]  # fmt: skip
     log = open(temp / "start.log", "wb")  # noqa: SIM115
     cluster = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     address = f"http://127.0.0.1:{dashboard}"
@@ -76,3 +85,25 @@ def local_ray_cluster() -> Iterator[str]:
                 continue
         subprocess.run(["pkill", "-9", "-f", str(temp)], capture_output=True)
         log.close()
+
+
+def ray_workspace(path: Path, address: str, **script: object) -> Path:
+    """A two-stage fake-trainer workspace whose trainings go to the cluster at ``address``."""
+    from fakes.workspace import fake_env, make_workspace
+
+    ws = make_workspace(path, stages=["score", "defend"], trainer_script=script or None)
+    # A job does not inherit the submitter's environment: pass the fake trainer's own.
+    table = "\n".join(f"{k} = {json.dumps(v)}" for k, v in fake_env(ws).items())
+    with open(ws / "stages.toml", "a") as fh:
+        fh.write(f'\n[launcher]\nkind = "ray"\naddress = "{address}"\nnum_gpus = 1\n')
+        fh.write(f"\n[launcher.env]\n{table}\n")
+    return ws
+
+
+def submission_ids(address: str) -> list[str]:
+    """The ids of every job submitted to the cluster, in submission order."""
+    from ray.job_submission import JobSubmissionClient
+
+    return [
+        str(j.submission_id) for j in JobSubmissionClient(address).list_jobs() if j.submission_id
+    ]
