@@ -45,8 +45,10 @@ def start(run: Run) -> None:
     run.state = load_state(run.paths.state)
     loaded = run.state.to_json()
     flight = run.state.in_flight
+    if flight is not None and flight.candidates:
+        _find_candidates(run)
     # A trainer of an earlier run: recorded, or started but killed before it was recorded.
-    if flight is not None and (flight.pgid is not None or flight.phase == "training"):
+    elif flight is not None and (flight.pgid is not None or flight.phase == "training"):
         found = run.launcher.attach(run.trainer_record(), run.opts.grace_seconds)
         if found == "stopped":
             group = f" (process group {flight.pgid})" if flight.pgid is not None else ""
@@ -76,6 +78,24 @@ def start(run: Run) -> None:
         how = " (it was interrupted)" if flight.interrupted else ""
         how = f" (after its error: {flight.error})" if flight.error else how
         run.reporter.info(f"resuming {flight.experiment} at phase '{flight.phase}'{how}")
+
+
+def _find_candidates(run: Run) -> None:
+    """The trainings an earlier run launched for the candidates still in training: follow
+    a cluster job again (never submit a second one), stop a local group still ours."""
+    flight = run.flight
+    for c in flight.candidates or []:
+        if c.phase != "training" or not (c.launched or c.pgid is not None):
+            continue
+        found = run.launcher.attach(run.candidate_record(c), run.opts.grace_seconds)
+        if found == "stopped":
+            group = f" (process group {c.pgid})" if c.pgid is not None else ""
+            run.reporter.warning(
+                f"stopped the trainer of {c.experiment}{group} left running by an earlier run"
+            )
+        elif found != "gone" and flight.phase == "training":
+            run.attached_candidates[c.k] = found
+    run.apply(t.Resumed())
 
 
 def explain_lock(run: Run, message: str) -> str:
