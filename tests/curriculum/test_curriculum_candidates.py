@@ -174,6 +174,15 @@ def test_a_failing_candidate_errors_after_the_others_and_only_it_trains_again(
         ("curric-s1-score-c2", "failed"),
         ("curric-s1-score-c3", "trained"),
     ]
+    human = subprocess.run(
+        [*run_argv(ws)[:3], "status", "--workspace", str(ws)],
+        env=cli_env(ws),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout
+    assert "c2 curric-s1-score-c2: failed — error: training command exited" in human
+    assert "c3 curric-s1-score-c3: trained" in human
     result = run_cli(ws)
     assert result.returncode == 0, result.stderr
     assert starts(ws) == {"curric-s1-score-c1": 1, "curric-s1-score-c2": 2, "curric-s1-score-c3": 1}
@@ -252,3 +261,46 @@ def test_kill_9_at_random_points_resumes_every_candidate(tmp_path: Path, seed: i
     assert sorted(r["curriculum_experiment"] for r in selection) == sorted(names)
     fresh = [r for r in history(ws) if r.get("selection") == "fresh"]
     assert [r["id"] for r in fresh] == [e["eval_id"] for e in data["log"]]
+
+
+def test_orphaned_candidates_are_named_then_adopted(tmp_path: Path) -> None:
+    """kill -9 of `run` alone: its candidates' trainers live on holding the workspace; the
+    next `run` names them, and once they finished adopts their results (none retrained)."""
+    ws = k_workspace(
+        tmp_path / "ws",
+        2,
+        stages=["score"],
+        trainer_script={"*": {"steps": 8, "step_seconds": 0.4}},
+    )
+    run = subprocess.Popen(
+        run_argv(ws), env=cli_env(ws), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    deadline = time.monotonic() + 60
+    while not all(
+        c.get("pgid") for c in (read_state(ws).get("in_flight") or {}).get("candidates", [{}])
+    ):
+        assert time.monotonic() < deadline and run.poll() is None
+        time.sleep(0.05)
+    run.kill()
+    run.wait()
+    refused = run_cli(ws)
+    assert refused.returncode == 1
+    assert "the trainers of curric-s1-score-c1 (process group" in refused.stderr
+    assert "curric-s1-score-c2 (process group" in refused.stderr
+    wait_for_orphans(ws)
+    result = run_cli(ws)
+    assert result.returncode == 0, result.stderr
+    assert "training finished while no run was watching" in result.stdout
+    assert starts(ws) == dones(ws) == {"curric-s1-score-c1": 1, "curric-s1-score-c2": 1}
+
+
+def test_k_1_writes_the_first_releases_state(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path / "ws", stages=["score"])
+    run_in_process(ws)
+    data = read_state(ws)
+    assert "candidates" not in data["in_flight"] and "chosen" not in data["in_flight"]
+    assert all("candidates" not in e for e in data["log"])
+    assert data["log"][0]["experiment"] == "curric-s1-score"
+    assert all("--seed" not in r.get("argv", []) for r in trainer_runs(ws))
+    assert all("--seed" not in e["argv"] for e in evals(ws))
+    assert all("selection" not in r for r in history(ws))
