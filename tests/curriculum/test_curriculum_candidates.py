@@ -3,6 +3,7 @@ git workspace; the best is re-evaluated with a fresh seed, which alone decides."
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 import subprocess
@@ -24,7 +25,7 @@ from fakes.workspace import (
 )
 from gitutil import git
 
-from cosmic_curriculum.errors import TrainerError
+from cosmic_curriculum.errors import BlockedError, TrainerError
 
 
 @pytest.fixture(autouse=True)
@@ -304,3 +305,28 @@ def test_k_1_writes_the_first_releases_state(tmp_path: Path) -> None:
     assert all("--seed" not in r.get("argv", []) for r in trainer_runs(ws))
     assert all("--seed" not in e["argv"] for e in evals(ws))
     assert all("selection" not in r for r in history(ws))
+
+
+def test_the_built_in_evaluator_ranks_then_decides_on_a_fresh_seed(tmp_path: Path) -> None:
+    repo_bots = Path(__file__).resolve().parents[2] / "bots"
+    ws = k_workspace(
+        tmp_path / "ws",
+        2,
+        stages=["score"],
+        max_retries=0,
+        external_eval=False,
+        trainer_script={"*": {"bot_source": str(repo_bots / "rookie.json")}},
+    )
+    (ws / "bots" / "rookie.json").write_bytes((repo_bots / "rookie.json").read_bytes())
+    with contextlib.suppress(BlockedError):  # the rookie against itself may fail the gate
+        run_in_process(ws)
+    entry = read_state(ws)["log"][0]
+    records = history(ws)
+    assert [(r["selection"], r["candidate_k"]) for r in records] == [
+        ("candidate", 1),
+        ("candidate", 2),
+        ("fresh", next(c["k"] for c in entry["candidates"] if c.get("chosen"))),
+    ]
+    assert records[-1]["id"] == entry["eval_id"]
+    assert entry["decision"] == records[-1]["gate"]["verdict"]  # the fresh record's verdict
+    assert len({r["seed"] for r in records}) == 3  # the fresh seed is none of the others
