@@ -12,6 +12,8 @@ Example (the shipped default; every key is optional except ``stages``)::
     # notify_command = ["./notify.sh"]          # told of blocks, errors, the end (README)
     # notify_on = ["blocked", "done", "attempt_error", "interrupted", "passed", "failed"]
     # notify_timeout = 30                       # seconds before the notifier's group is killed
+    # candidates = 1               # K > 1: K trainings per attempt, the best re-evaluated
+
 
     [defaults]
     timesteps = 20_000_000
@@ -27,6 +29,7 @@ Example (the shipped default; every key is optional except ``stages``)::
     # timesteps = 5_000_000        # per-stage overrides
     # reference_bot = "bots/other.json"
     # reference_bot = {exec = ["./mybot", "--level", "3"]}   # a program (docs/BOT_FORMAT.md)
+    # candidates = 3               # this stage's K (docs/SCALING.md)
     # [stages.gate]
     # rule = "sprt"
 
@@ -120,6 +123,13 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
+# Parallel candidates of one attempt (`candidates = K`, docs/SCALING.md): K = 1 is one
+# training per attempt, exactly as without the key. A bound keeps a typo (1000) from
+# submitting a thousand trainings.
+DEFAULT_CANDIDATES = 1
+MAX_CANDIDATES = 64
+
+
 # An external program bot (bots/external.py, docs/BOT_FORMAT.md): seconds it may take to
 # answer its handshake or one request before the evaluation fails.
 BOT_TIMEOUT_SECONDS = 10.0
@@ -177,6 +187,7 @@ class StageConfig(_Strict):
     timesteps: int | None = Field(None, gt=0)
     reference_bot: ReferenceBot | None = None
     gate: dict[str, Any] | None = None
+    candidates: int | None = Field(None, ge=1, le=MAX_CANDIDATES)
 
     @field_validator("name")
     @classmethod
@@ -211,6 +222,7 @@ class LauncherConfig(_Strict):
     num_cpus: float = Field(1.0, ge=0.0)
     memory: int | None = Field(None, gt=0)
     env: dict[str, Arg] = Field(default_factory=dict)
+    max_parallel: int | None = Field(None, ge=1)
 
     @field_validator("num_gpus", "num_cpus", mode="before")
     @classmethod
@@ -235,6 +247,7 @@ class CurriculumConfig(_Strict):
     notify_command: list[Arg] | None = Field(None, min_length=1)
     notify_on: list[NotifyEvent] = Field(default_factory=lambda: list(DEFAULT_NOTIFY_ON))
     notify_timeout: float = Field(30.0, gt=0)
+    candidates: int = Field(DEFAULT_CANDIDATES, ge=1, le=MAX_CANDIDATES)
     defaults: Defaults = Field(default_factory=Defaults)
     gate: dict[str, Any] = Field(default_factory=dict)
     stages: list[StageConfig] = Field(min_length=1)
@@ -285,6 +298,17 @@ class CurriculumConfig(_Strict):
         if override is not None:
             return override
         return self.stages[index].timesteps or self.defaults.timesteps
+
+    def stage_candidates(self, index: int) -> int:
+        """How many candidates each attempt of stage ``index`` trains: the stage's
+        ``candidates``, else the top-level one."""
+        own = self.stages[index].candidates
+        return own if own is not None else self.candidates
+
+    def max_parallel(self, candidates: int) -> int:
+        """How many of an attempt's ``candidates`` trainings run at once."""
+        cap = self.launcher.max_parallel
+        return candidates if cap is None else min(cap, candidates)
 
     def stage_reference(self, index: int) -> str | ExecReference | None:
         """The reference bot configured for stage ``index`` (None: previous stage's bot)."""

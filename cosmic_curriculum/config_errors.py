@@ -70,7 +70,8 @@ def _locate(text: str, loc: tuple[Any, ...]) -> int | None:
     lines = text.splitlines()
     start, end = 0, len(lines)
     parts = list(loc)
-    # Narrow to the table the key lives in: [[stages]] number k, [defaults], [gate] ...
+    # Narrow to the table the key lives in: [[stages]] number k, [defaults], [gate],
+    # [launcher] ...
     if parts and parts[0] == "stages" and len(parts) > 1 and isinstance(parts[1], int):
         headers = [i for i, ln in enumerate(lines) if ln.strip() == "[[stages]]"]
         k = parts[1]
@@ -86,7 +87,7 @@ def _locate(text: str, loc: tuple[Any, ...]) -> int | None:
                     start = i
                     break
             parts = parts[1:]
-    elif parts and parts[0] in ("defaults", "gate") and len(parts) > 1:
+    elif parts and parts[0] in ("defaults", "gate", "launcher") and len(parts) > 1:
         for i, ln in enumerate(lines):
             if ln.strip() == f"[{parts[0]}]":
                 start = i

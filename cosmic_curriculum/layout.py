@@ -15,8 +15,9 @@ A workspace holds::
     logs/report/*.png           its pictures              REPORT.html  `report`'s page
 
 Experiments are named ``curric-s{i}-{stage}`` (i counted from 1) plus ``-retry{n}`` for
-attempt n >= 1. Names become file names, so :func:`check_experiment` refuses anything that
-could point outside the workspace. This module imports nothing heavy: `status` uses it.
+attempt n >= 1, plus ``-c{k}`` for candidate k of an attempt with ``candidates = K > 1``.
+Names become file names, so :func:`check_experiment` refuses anything that could point
+outside the workspace. This module imports nothing heavy: `status` uses it.
 """
 
 from __future__ import annotations
@@ -47,6 +48,11 @@ def experiment_name(stage_index: int, stage_name: str, attempt: int) -> str:
     """`curric-s{i}-{stage}` with i counted from 1, plus `-retry{n}` for attempt n >= 1."""
     base = f"curric-s{stage_index + 1}-{stage_name}"
     return base if attempt == 0 else f"{base}-retry{attempt}"
+
+
+def candidate_name(experiment: str, k: int) -> str:
+    """Candidate ``k`` (from 1) of an attempt with ``candidates = K > 1``: `<exp>-c{k}`."""
+    return f"{experiment}-c{k}"
 
 
 def check_experiment(value: str) -> str:

@@ -147,10 +147,30 @@ def status_data(workspace: Path, config_path: Path | None = None) -> dict[str, A
             "error": flight.error,
             "last_progress": flight.last_progress,
         }
-        if flight.phase == "training":
+        if flight.phase == "training" and not flight.candidates:
             live = latest_progress(ws / "logs" / f"{flight.experiment}.log")
             if live is not None:
                 in_flight["last_progress"] = live
+        if flight.candidates:
+            in_flight["chosen"] = flight.chosen
+            in_flight["candidates"] = [
+                {
+                    "k": c.k,
+                    "experiment": c.experiment,
+                    "seed": c.seed,
+                    "phase": c.phase,
+                    "score": c.score,
+                    "chosen": c.k == flight.chosen,
+                    "error": c.error,
+                    "last_progress": (
+                        latest_progress(ws / "logs" / f"{c.experiment}.log")
+                        if c.phase == "training"
+                        else None
+                    )
+                    or c.last_progress,
+                }
+                for c in flight.candidates
+            ]
     if config_error:
         next_step = f"fix the config: {config_error}"
     elif flight is not None and flight.phase == "decided":
@@ -265,6 +285,21 @@ def _live_line(live: dict[str, Any], flight: dict[str, Any] | None) -> Any:
     return Group(*lines)
 
 
+def candidate_line(candidate: dict[str, Any]) -> str:
+    """``  c2 curric-s1-score-c2: evaluated, score 0.700 (chosen)`` for `status`."""
+    text = f"  c{candidate['k']} {candidate['experiment']}: {candidate['phase']}"
+    progress = candidate.get("last_progress")
+    if candidate["phase"] == "training" and progress:
+        text += f", {progress.get('timesteps', 0):,}/{progress.get('total', 0):,} steps"
+    if candidate.get("score") is not None:
+        text += f", score {candidate['score']:.3f}"
+    if candidate.get("chosen"):
+        text += " (chosen; its fresh re-evaluation decides)"
+    if candidate.get("error"):
+        text += f" — error: {candidate['error']}"
+    return text
+
+
 def render_status(data: dict[str, Any]) -> Any:
     """A Rich renderable of :func:`status_data`."""
     from rich import box
@@ -326,6 +361,8 @@ def render_status(data: dict[str, Any]) -> Any:
         if progress:
             text += f" — {progress.get('timesteps', 0):,}/{progress.get('total', 0):,} steps"
         lines.append(Text(text))
+    if flight and flight.get("candidates"):
+        lines += [Text(candidate_line(c)) for c in flight["candidates"]]
     if data["blocked_reason"]:
         lines.append(Text(f"blocked: {data['blocked_reason']}", style="bold red"))
     if data["push_pending"]:

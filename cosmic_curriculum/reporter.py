@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cosmic_curriculum.state import Attempt, CurriculumState, LogEntry
+from cosmic_curriculum.state import Attempt, Candidate, CurriculumState, LogEntry
 
 
 class Reporter:
@@ -26,6 +26,18 @@ class Reporter:
     def training_progress(self, attempt: Attempt, progress: dict[str, Any]) -> None: ...
 
     def training_finished(self, attempt: Attempt) -> None: ...
+
+    # An attempt with `candidates = K > 1` trains its candidates side by side.
+
+    def candidate_started(
+        self, attempt: Attempt, candidate: Candidate, argv: list[str], log_path: Path
+    ) -> None: ...
+
+    def candidate_progress(
+        self, attempt: Attempt, candidate: Candidate, progress: dict[str, Any]
+    ) -> None: ...
+
+    def candidate_finished(self, attempt: Attempt, candidate: Candidate) -> None: ...
 
     def evaluation_started(self, attempt: Attempt, reference: str) -> None: ...
 
@@ -66,6 +78,8 @@ class ConsoleReporter(Reporter):
         self._last_line = -float("inf")
         self._progress: Any = None
         self._task: Any = None
+        self._candidate_tasks: dict[int, Any] = {}  # k -> its bar in self._progress
+        self._candidate_lines: dict[int, float] = {}  # k -> when its last plain line went
 
     def _print(self, *objects: Any, **kw: Any) -> None:
         with contextlib.suppress(OSError, ValueError):
@@ -151,6 +165,79 @@ class ConsoleReporter(Reporter):
             with contextlib.suppress(OSError, ValueError):
                 self._progress.stop()
             self._progress = None
+        self._candidate_tasks = {}
+
+    def candidate_started(
+        self, attempt: Any, candidate: Any, argv: list[str], log_path: Path
+    ) -> None:
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
+        )
+
+        resume = argv[argv.index("--resume") + 1] if "--resume" in argv else "fresh"
+        self._print(
+            f"[bold]{_escape(candidate.experiment)}[/bold]: training candidate "
+            f"{candidate.k} (seed {candidate.seed}, resume: {_escape(resume)}, "
+            f"log: {_escape(str(log_path))})"
+        )
+        self._candidate_lines[candidate.k] = -float("inf")
+        if self.plain:
+            return
+        try:
+            if not self._candidate_tasks:  # the first candidate: one bar per candidate
+                self._stop_progress()
+                self._progress = Progress(
+                    TextColumn("{task.description}"),
+                    BarColumn(),
+                    MofNCompleteColumn(),
+                    TextColumn("{task.fields[rate]}"),
+                    TimeRemainingColumn(),
+                    TextColumn("{task.fields[reward]}"),
+                    console=self.console,
+                    transient=False,
+                )
+                self._progress.start()
+            if self._progress is not None and candidate.k not in self._candidate_tasks:
+                self._candidate_tasks[candidate.k] = self._progress.add_task(
+                    candidate.experiment, total=attempt.timesteps or None, rate="", reward=""
+                )
+        except (OSError, ValueError):
+            self._progress = None
+
+    def candidate_progress(self, attempt: Any, candidate: Any, progress: dict[str, Any]) -> None:
+        if self.plain:
+            from cosmic_curriculum.live import progress_text
+
+            now = time.monotonic()
+            final = progress.get("timesteps", 0) >= progress.get("total", 0) > 0
+            last = self._candidate_lines.get(candidate.k, -float("inf"))
+            if final or now - last >= self.progress_seconds:
+                self._candidate_lines[candidate.k] = now
+                self._print(f"{candidate.experiment}: {progress_text(progress)}", markup=False)
+            return
+        task = self._candidate_tasks.get(candidate.k)
+        if self._progress is None or task is None:
+            return
+        fps = progress.get("fps")
+        reward = progress.get("reward")
+        try:
+            self._progress.update(
+                task,
+                completed=progress["timesteps"],
+                total=progress.get("total") or None,
+                rate=f"{fps:,.0f} steps/s" if fps is not None else "",
+                reward=f"reward {reward:+.3f}" if reward is not None else "",
+            )
+        except (OSError, ValueError):
+            self._progress = None
+
+    def candidate_finished(self, attempt: Any, candidate: Any) -> None:
+        how = "trained" if candidate.phase == "trained" else f"failed: {candidate.error}"
+        self._print(f"{candidate.experiment}: {how}", markup=False)
 
     def training_finished(self, attempt: Any) -> None:
         self._stop_progress()

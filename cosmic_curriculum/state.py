@@ -37,6 +37,9 @@ COUNT_KEYS = ("wins_a", "wins_b", "draws", "episodes")
 Phase = Literal["training", "trained", "evaluated", "decided", "committed"]
 PHASES: tuple[Phase, ...] = ("training", "trained", "evaluated", "decided", "committed")
 Status = Literal["in_progress", "blocked", "done"]
+# A candidate of an attempt with `candidates = K > 1`: training → trained → evaluated, or
+# failed (its training broke; the next `run` trains it again).
+CandidatePhase = Literal["training", "trained", "evaluated", "failed"]
 Decision = Literal["pass", "fail"]
 
 
@@ -47,6 +50,39 @@ _safe_experiment = check_experiment
 
 def utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+class Candidate(BaseModel):
+    """One of the K trainings of an attempt with ``candidates = K > 1`` (experiment
+    ``<attempt's experiment>-c{k}``, trained with ``--seed k``), recorded like an attempt's
+    own training so that a kill at any instant resumes each candidate exactly."""
+
+    model_config = ConfigDict(extra="allow", validate_assignment=True)
+
+    k: int = Field(ge=1)
+    experiment: str
+    seed: int = Field(ge=0)
+    phase: CandidatePhase = "training"
+    launched: bool | None = None  # its training was started at least once
+    started_at: str | None = None  # the time of its last launch (its launch id)
+    last_resume: str | None = None
+    pgid: int | None = None
+    pid: int | None = None
+    pid_start_time: int | None = None
+    last_progress: dict[str, Any] | None = None
+    error: str | None = None  # why its last training failed
+    history_before: int | None = None  # history length before its evaluation command ran
+    eval_id: str | None = None  # its evaluation against the stage's reference
+    score: float | None = None  # that evaluation's score (wins + draws / 2) / episodes
+
+    _experiment = field_validator("experiment")(_safe_experiment)
+
+    @field_validator("last_progress")
+    @classmethod
+    def _a_progress_record(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        from cosmic_curriculum.progress import check_progress
+
+        return None if value is None else check_progress(value)
 
 
 class Attempt(BaseModel):
@@ -76,6 +112,11 @@ class Attempt(BaseModel):
     last_resume: str | None = None  # the --resume of the last launch
     last_progress: dict[str, Any] | None = None  # the trainer's last @progress record
     history_before: int | None = None  # history length before an evaluation command ran
+    # `candidates = K > 1` only (a K = 1 attempt writes none of these): the K trainings,
+    # and the k of the best-scoring one once all are evaluated. `experiment` then becomes
+    # that candidate's, and `eval_id` its fresh re-evaluation, which alone is judged.
+    candidates: list[Candidate] | None = None
+    chosen: int | None = None
 
     _experiment = field_validator("experiment")(_safe_experiment)
 
@@ -104,6 +145,10 @@ class LogEntry(BaseModel):
     decided_at: str | None = None
     forced_retry: bool | None = None  # decided by an attempt that --force-retry asked for
     by: str | None = None  # the user who asked for the override
+    # `candidates = K > 1`: each candidate's {k, experiment, eval_id, score}; the chosen
+    # one (this entry's experiment) has "chosen": true. Its `eval_id` is the evaluation
+    # that picked it; the entry's own `eval_id` is the fresh one that decided.
+    candidates: list[dict[str, Any]] | None = None
 
     _experiment = field_validator("experiment")(_safe_experiment)
 
@@ -157,6 +202,8 @@ class CurriculumState(BaseModel):
         data["log"] = [_dump(e) for e in self.log]
         if self.in_flight is not None:
             data["in_flight"] = _dump(self.in_flight)
+            if self.in_flight.candidates is not None:
+                data["in_flight"]["candidates"] = [_dump(c) for c in self.in_flight.candidates]
         return data
 
 

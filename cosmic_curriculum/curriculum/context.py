@@ -19,7 +19,13 @@ from cosmic_curriculum.launchers import Handle, Launcher, TrainerRecord
 from cosmic_curriculum.launchers.local import LocalLauncher
 from cosmic_curriculum.layout import Layout
 from cosmic_curriculum.reporter import Reporter
-from cosmic_curriculum.state import Attempt, CurriculumState, WorkspaceLock, save_state
+from cosmic_curriculum.state import (
+    Attempt,
+    Candidate,
+    CurriculumState,
+    WorkspaceLock,
+    save_state,
+)
 
 REASON_HINT = '--reason "..."'
 
@@ -61,6 +67,8 @@ class Run:
         )
         self._launcher = options.launcher
         self.attached: Handle | None = None  # work of an earlier run, followed, not restarted
+        # The same for the candidates of an attempt with `candidates = K > 1`, by k.
+        self.attached_candidates: dict[int, Handle] = {}
         self.use_git = False
         # Why the last commit failed (None once one succeeds): a run that could not
         # commit its results must not end as a clean success.
@@ -112,6 +120,16 @@ class Run:
         launch_id = self.paths.launch_id(flight.experiment, flight.started_at)
         log = str(self.paths.log(flight.experiment))
         return TrainerRecord(flight.pgid, flight.pid, flight.pid_start_time, tag, launch_id, log)
+
+    def candidate_record(self, candidate: Candidate) -> TrainerRecord:
+        """The recorded training of one candidate of the attempt in flight."""
+        exp = candidate.experiment
+        tag = self.paths.attempt_tag(exp)
+        launch_id = self.paths.launch_id(exp, candidate.started_at or self.flight.started_at)
+        log = str(self.paths.log(exp))
+        return TrainerRecord(
+            candidate.pgid, candidate.pid, candidate.pid_start_time, tag, launch_id, log
+        )
 
     def lock_fds(self) -> tuple[int, ...]:
         """The lock's descriptor, for the children that must keep the workspace locked."""

@@ -30,6 +30,11 @@ if TYPE_CHECKING:
 def evaluate(run: Run) -> None:
     """``trained`` → ``evaluated`` with the record's id saved."""
     flight = run.flight
+    if flight.candidates:
+        from cosmic_curriculum.curriculum.candidates import evaluate_candidates
+
+        evaluate_candidates(run)
+        return
     if flight.eval_id is not None and history.find(run.paths.history, flight.eval_id):
         run.record(t.Evaluated(flight.eval_id), pause="evaluated")
         return
@@ -64,30 +69,92 @@ def _own_record(run: Run, flight: Attempt) -> dict[str, Any] | None:
             return record
     before = flight.history_before
     if run.config.evaluation_command and before is not None and len(records) > before:
-        return _adopt(run, flight, before)
+        return _adopt(run, flight.experiment, before)
     return None
 
 
-def _adopt(run: Run, flight: Attempt, before: int) -> dict[str, Any]:
+def _adopt(
+    run: Run, experiment: str, before: int, tags: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The record the evaluation command appended, tagged as ``experiment``'s (and with
+    ``tags``, an attempt with candidates' selection marks)."""
     record = history.adopt_new_records(run.paths.history, before)
-    if "curriculum_experiment" not in record:
+    wanted = {"curriculum_experiment": experiment, **(tags or {})}
+    if any(key not in record for key in wanted):
         records = history.load(run.paths.history)
-        records[-1]["curriculum_experiment"] = flight.experiment
+        for key, value in wanted.items():
+            records[-1].setdefault(key, value)
         fsio.atomic_write_json(run.paths.history, records)
         record = records[-1]
     return record
 
 
-def _run_evaluation(run: Run, flight: Attempt) -> dict[str, Any]:
+def evaluate_bot(
+    run: Run,
+    experiment: str,
+    *,
+    since: str,
+    seed: int,
+    tags: dict[str, Any],
+    k: int | None,
+    history_before: int | None,
+) -> dict[str, Any]:
+    """One evaluation of ``experiment``'s bot against the attempt's reference, for an
+    attempt with candidates: the record of it written after ``since`` (before a crash) if
+    there is one, else a new one played with ``seed`` (an evaluation command gets
+    ``--seed``), tagged with ``tags``. ``k``: the candidate whose evaluation it is (None:
+    the attempt's own, fresh one)."""
+    from cosmic_curriculum.curriculum.candidates import SELECTION_KEY, own_candidate_record
+
+    records = history.load(run.paths.history)
+    own = own_candidate_record(records, experiment, str(tags[SELECTION_KEY]), since)
+    if own is not None:
+        return own
+    before = history_before
+    if run.config.evaluation_command and before is not None and len(records) > before:
+        return _adopt(run, experiment, before, tags)
+    flight = run.flight
+    try:
+        return _run_evaluation(run, flight, experiment, seed, tags, k)
+    except BotError as exc:
+        run.record(t.EvaluationFailed(str(exc), k))
+        raise EvaluationError(
+            f"{experiment}: evaluation failed, no record was written: {exc}; "
+            f"fix it and run `{run.command()}` to evaluate again (training is kept)"
+        ) from None
+    except OSError as exc:
+        raise EvaluationError(
+            f"{run.paths.history}: evaluation of {experiment} could not be "
+            f"stored ({exc.strerror or exc}); the history is intact; fix it and re-run "
+            f"`{run.command()}` (training is kept)"
+        ) from None
+
+
+def _run_evaluation(
+    run: Run,
+    flight: Attempt,
+    experiment: str | None = None,
+    seed: int | None = None,
+    tags: dict[str, Any] | None = None,
+    k: int | None = None,
+) -> dict[str, Any]:
+    """Evaluate ``flight``'s bot, or with candidates ``experiment``'s with ``seed`` (also
+    given to an evaluation command) and ``tags`` on its record."""
     settings = run.config.stage_gate(flight.stage_index)
-    candidate = run.paths.bot(flight.experiment)
+    name = experiment or flight.experiment
+    candidate = run.paths.bot(name)
     reference = recorded_reference(run, flight)
-    run.reporter.evaluation_started(flight, flight.reference or "")
+    shown = flight if experiment is None else flight.model_copy(update={"experiment": name})
+    run.reporter.evaluation_started(shown, flight.reference or "")
     if run.config.evaluation_command:
-        return _external_evaluation(run, candidate, reference, settings)
+        seed_args = [] if seed is None else ["--seed", str(seed)]
+        return _external_evaluation(
+            run, candidate, reference, settings, name, k, seed_args, tags or {}
+        )
     from cosmic_curriculum.evaluate import run_evaluation
 
-    seed = int(hashlib.sha256(flight.experiment.encode()).hexdigest()[:8], 16)
+    if seed is None:
+        seed = int(hashlib.sha256(flight.experiment.encode()).hexdigest()[:8], 16)
     return run_evaluation(
         candidate,
         reference,
@@ -95,29 +162,37 @@ def _run_evaluation(run: Run, flight: Attempt) -> dict[str, Any]:
         gate=settings,
         seed=seed,
         on_progress=lambda played, planned: run.reporter.evaluation_progress(
-            flight, {"episodes": played, "planned": planned}
+            shown, {"episodes": played, "planned": planned}
         ),
         extra={
-            "curriculum_experiment": flight.experiment,
+            "curriculum_experiment": name,
             "stage_index": flight.stage_index,
             "attempt": flight.attempt,
+            **(tags or {}),
         },
     )
 
 
 def _external_evaluation(
-    run: Run, candidate: Path, reference: Path | ExecSpec, settings: GateSettings
+    run: Run,
+    candidate: Path,
+    reference: Path | ExecSpec,
+    settings: GateSettings,
+    experiment: str,
+    k: int | None = None,
+    seed_args: list[str] | None = None,
+    tags: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     assert run.config.evaluation_command is not None
     before = len(history.load(run.paths.history))
-    run.record(t.EvaluationStarted(before))
-    experiment = run.flight.experiment
+    run.record(t.EvaluationStarted(before, k))
     argv = [
         *resolve_program(run, run.config.evaluation_command),
         run.rel(candidate),
         reference_label(run, reference),
         "--episodes",
         str(settings.episodes),
+        *(seed_args or []),
     ]
     log_path = run.paths.log(experiment)
     with open(log_path, "ab") as log:
@@ -143,11 +218,11 @@ def _external_evaluation(
     if outcome.returncode != 0 or outcome.timed_out:
         tail = runner.tail_text(log_path, lines=8)
         run.record(
-            t.EvaluationFailed(f"evaluation command exited with status {outcome.returncode}")
+            t.EvaluationFailed(f"evaluation command exited with status {outcome.returncode}", k)
         )
         raise EvaluationError(
             f"{run.config_path}: evaluation_command failed for {experiment} "
             f"(status {outcome.returncode}); fix it and run `{run.command()}` to evaluate "
             f"again (training is kept); last lines of {run.rel(log_path)}:\n{indent(tail)}"
         )
-    return _adopt(run, run.flight, before)
+    return _adopt(run, experiment, before, tags)

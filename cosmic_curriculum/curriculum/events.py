@@ -58,10 +58,48 @@ class TrainingFailed:
 
 
 @dataclass(frozen=True)
+class CandidateLaunched:
+    """Candidate ``k``'s training is about to start (again), resuming from ``resume``."""
+
+    k: int
+    resume: str | None
+    now: str
+
+
+@dataclass(frozen=True)
+class CandidateStarted:
+    """Candidate ``k``'s training runs as process group ``pgid`` (see TrainerStarted)."""
+
+    k: int
+    pgid: int | None
+    pid: int | None
+    start_time: int | None
+
+
+@dataclass(frozen=True)
+class CandidateTrained:
+    """Candidate ``k``'s training left a final checkpoint and a valid bot."""
+
+    k: int
+    last_progress: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class CandidateFailed:
+    """Candidate ``k``'s training failed; the others go on, the next `run` retrains it."""
+
+    k: int
+    problem: str
+    last_progress: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
 class EvaluationStarted:
-    """An evaluation command is about to run; the history had ``history_before`` records."""
+    """An evaluation command is about to run; the history had ``history_before`` records.
+    ``k``: it evaluates candidate ``k`` (None: the attempt's own evaluation)."""
 
     history_before: int
+    k: int | None = None
 
 
 @dataclass(frozen=True)
@@ -69,6 +107,22 @@ class EvaluationFailed:
     """The evaluation command failed; whatever it appended is not adopted."""
 
     problem: str
+    k: int | None = None
+
+
+@dataclass(frozen=True)
+class CandidateEvaluated:
+    """Candidate ``k``'s evaluation ``record`` against the stage's reference is in the
+    history (it only ranks the candidates; it never decides)."""
+
+    k: int
+    record: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class CandidateChosen:
+    """Every candidate is evaluated: the best-scoring one becomes the attempt's experiment
+    (its fresh re-evaluation is what the gate judges)."""
 
 
 @dataclass(frozen=True)
@@ -148,6 +202,12 @@ Event = (
     | TrainerStarted
     | Trained
     | TrainingFailed
+    | CandidateLaunched
+    | CandidateStarted
+    | CandidateTrained
+    | CandidateFailed
+    | CandidateEvaluated
+    | CandidateChosen
     | EvaluationStarted
     | EvaluationFailed
     | Evaluated

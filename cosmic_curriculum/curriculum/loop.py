@@ -35,7 +35,7 @@ from cosmic_curriculum.errors import (
     StateError,
     TrainerError,
 )
-from cosmic_curriculum.layout import experiment_name
+from cosmic_curriculum.layout import candidate_name, experiment_name
 from cosmic_curriculum.reporter import Reporter
 from cosmic_curriculum.state import CurriculumState, WorkspaceLock, save_state, utc_now
 
@@ -108,7 +108,11 @@ def _loop(run: Run) -> CurriculumState:
         step = t.next_step(run.state)
         if step == "begin":
             i, n = run.state.stage_index, run.state.attempt
-            set_aside_stale(run, experiment_name(i, run.config.stages[i].name, n))
+            experiment = experiment_name(i, run.config.stages[i].name, n)
+            set_aside_stale(run, experiment)
+            k_max = run.config.stage_candidates(i)
+            for k in range(1, k_max + 1) if k_max > 1 else ():
+                set_aside_stale(run, candidate_name(experiment, k))
             begin = t.BeginAttempt(
                 resume_from=initial_resume(run, i, n),
                 reference=reference_label(run, reference_for(run, i)),
@@ -185,6 +189,9 @@ def _interrupted(run: Run, signum: int) -> InterruptedRun:
             # watch() already stopped the trainer; make sure, then record it.
             if flight.pgid is not None:
                 run.launcher.attach(run.trainer_record(), run.opts.grace_seconds)
+            for c in flight.candidates or []:
+                if c.pgid is not None:
+                    run.launcher.attach(run.candidate_record(c), run.opts.grace_seconds)
             run.apply(t.Interrupted())
             where = f"in phase '{flight.phase}' of {flight.experiment}"
         with contextlib.suppress(OSError):

@@ -31,6 +31,8 @@ def persist(run: Run) -> None:
     """``decided`` → ``committed``: review a block, plot a finished curriculum, commit."""
     experiment = run.flight.experiment
     extra = [run.paths.bot(experiment), run.paths.log(experiment)]
+    for c in run.flight.candidates or []:  # every candidate's bot and log, chosen or not
+        extra += [run.paths.root / p for p in committed_paths(c.experiment)]
     if run.state.status == "blocked":
         extra.append(write_review(run))
     if run.state.status == "done":

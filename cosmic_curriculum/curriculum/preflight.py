@@ -45,8 +45,10 @@ def start(run: Run) -> None:
     run.state = load_state(run.paths.state)
     loaded = run.state.to_json()
     flight = run.state.in_flight
+    if flight is not None and flight.candidates:
+        _find_candidates(run)
     # A trainer of an earlier run: recorded, or started but killed before it was recorded.
-    if flight is not None and (flight.pgid is not None or flight.phase == "training"):
+    elif flight is not None and (flight.pgid is not None or flight.phase == "training"):
         found = run.launcher.attach(run.trainer_record(), run.opts.grace_seconds)
         if found == "stopped":
             group = f" (process group {flight.pgid})" if flight.pgid is not None else ""
@@ -78,6 +80,24 @@ def start(run: Run) -> None:
         run.reporter.info(f"resuming {flight.experiment} at phase '{flight.phase}'{how}")
 
 
+def _find_candidates(run: Run) -> None:
+    """The trainings an earlier run launched for the candidates still in training: follow
+    a cluster job again (never submit a second one), stop a local group still ours."""
+    flight = run.flight
+    for c in flight.candidates or []:
+        if c.phase != "training" or not (c.launched or c.pgid is not None):
+            continue
+        found = run.launcher.attach(run.candidate_record(c), run.opts.grace_seconds)
+        if found == "stopped":
+            group = f" (process group {c.pgid})" if c.pgid is not None else ""
+            run.reporter.warning(
+                f"stopped the trainer of {c.experiment}{group} left running by an earlier run"
+            )
+        elif found != "gone" and flight.phase == "training":
+            run.attached_candidates[c.k] = found
+    run.apply(t.Resumed())
+
+
 def explain_lock(run: Run, message: str) -> str:
     """Name an orphaned trainer when it, not a live run, holds the lock."""
     try:
@@ -94,15 +114,38 @@ def explain_lock(run: Run, message: str) -> str:
             f"{holder}) and still holds this workspace; wait for it to finish (its record "
             f"will be used by the next `{run.command()}`), then re-run"
         )
-    if flight is None or flight.pgid is None or flight.pid is None:
+    if flight is None:
         return message
-    if not runner.recorded_group_is_ours(flight.pgid, flight.pid, flight.pid_start_time):
+    # (experiment, group) of each recorded trainer: the attempt's, or its candidates'.
+    groups = [
+        (c.experiment, c.pgid)
+        for c in flight.candidates or []
+        if c.pgid is not None
+        and c.pid is not None
+        and runner.recorded_group_is_ours(c.pgid, c.pid, c.pid_start_time)
+    ]
+    if (
+        flight.pgid is not None
+        and flight.pid is not None
+        and runner.recorded_group_is_ours(flight.pgid, flight.pid, flight.pid_start_time)
+    ):
+        groups.append((flight.experiment, flight.pgid))
+    if not groups:
         return message
+    names = ", ".join(f"{exp} (process group {pgid})" for exp, pgid in groups)
+    kill = " ".join(f"-{pgid}" for _, pgid in groups)
+    if len(groups) > 1:
+        return (
+            f"{run.ws}: the trainers of {names} outlived their run (pid {holder}) and "
+            f"still hold this workspace; wait for them to finish (their results will be "
+            f"used by the next `{run.command()}`) or stop them with `kill -TERM {kill}` "
+            "and re-run to resume from their last checkpoints"
+        )
     return (
-        f"{run.ws}: the trainer of {flight.experiment} (process group {flight.pgid}) "
-        f"outlived its run (pid {holder}) and still holds this workspace; wait for it to "
-        f"finish (its result will be used by the next `{run.command()}`) or stop it "
-        f"with `kill -TERM -{flight.pgid}` and re-run to resume from its last checkpoint"
+        f"{run.ws}: the trainer of {names} outlived its run (pid {holder}) and still holds "
+        f"this workspace; wait for it to finish (its result will be used by the next "
+        f"`{run.command()}`) or stop it with `kill -TERM {kill}` and re-run to resume from "
+        "its last checkpoint"
     )
 
 

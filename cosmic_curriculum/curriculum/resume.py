@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING
 from cosmic_curriculum import fsio
 from cosmic_curriculum.config import ExecReference
 from cosmic_curriculum.curriculum.context import Run
+from cosmic_curriculum.curriculum.transitions import attempt_experiment
 from cosmic_curriculum.errors import BotError, ConfigError, StateError
-from cosmic_curriculum.layout import STATE_FILE, experiment_name
+from cosmic_curriculum.layout import STATE_FILE
 from cosmic_curriculum.state import Attempt
 
 if TYPE_CHECKING:
@@ -125,8 +126,9 @@ def import_seed(run: Run) -> Path:
 def initial_resume(run: Run, stage_index: int, attempt: int) -> str | None:
     """The resume rules: retry ← previous attempt; stage 1 ← seed; later ← previous pass."""
     if attempt >= 1:
-        stage = run.config.stages[stage_index]
-        prev = run.paths.final_checkpoint(experiment_name(stage_index, stage.name, attempt - 1))
+        # The previous attempt's (with candidates: the one it chose).
+        previous = attempt_experiment(run.state, run.config, stage_index, attempt - 1)
+        prev = run.paths.final_checkpoint(previous)
         if prev.is_file():
             return run.rel(prev)
     if stage_index == 0:

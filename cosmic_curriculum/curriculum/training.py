@@ -2,8 +2,9 @@
 
 The training command's contract (README): called in the workspace as
 ``CMD EXPERIMENT --timesteps N --n-parallel N --speedup N [standing args] [stage flags]
-[--resume CHECKPOINT]``; it leaves ``checkpoints/EXPERIMENT/final.zip`` and
-``bots/EXPERIMENT.json`` and exits 0.
+[--resume CHECKPOINT] [--seed K]``; it leaves ``checkpoints/EXPERIMENT/final.zip`` and
+``bots/EXPERIMENT.json`` and exits 0. ``--seed K`` is given only to candidate k of an
+attempt with ``candidates = K > 1`` (:mod:`~cosmic_curriculum.curriculum.candidates`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from cosmic_curriculum.curriculum import transitions as t
 from cosmic_curriculum.curriculum.context import Run
 from cosmic_curriculum.curriculum.resume import validate_bot
 from cosmic_curriculum.errors import CurriculumError, TrainerError
-from cosmic_curriculum.launchers import Handle, LaunchError, LaunchSpec, watch
+from cosmic_curriculum.launchers import Handle, LaunchError, LaunchSpec, RunOutcome, watch
 from cosmic_curriculum.launchers.local import start_problem
 from cosmic_curriculum.state import Attempt, utc_now
 
@@ -37,11 +38,19 @@ def resolve_program(run: Run, argv: list[str]) -> list[str]:
     return [program, *argv[1:]]
 
 
-def training_argv(run: Run, flight: Attempt, resume: str | None) -> list[str]:
+def training_argv(
+    run: Run,
+    flight: Attempt,
+    resume: str | None,
+    experiment: str | None = None,
+    seed: int | None = None,
+) -> list[str]:
+    """The training command of ``flight`` (or of its candidate ``experiment``, which gets
+    ``--seed``)."""
     cfg, opts = run.config, run.opts
     argv = [
         *resolve_program(run, cfg.training_command),
-        flight.experiment,
+        experiment or flight.experiment,
         "--timesteps",
         str(flight.timesteps or cfg.stage_timesteps(flight.stage_index, opts.timesteps)),
         "--n-parallel",
@@ -51,12 +60,19 @@ def training_argv(run: Run, flight: Attempt, resume: str | None) -> list[str]:
         *cfg.standing_args,
         *cfg.stages[flight.stage_index].flags,
     ]
-    return [*argv, "--resume", resume] if resume else argv
+    if resume:
+        argv += ["--resume", resume]
+    return argv if seed is None else [*argv, "--seed", str(seed)]
 
 
 def train(run: Run) -> None:
     """``training`` → ``trained``, or a TrainerError after recording the attempt's error."""
     flight = run.flight
+    if flight.candidates:
+        from cosmic_curriculum.curriculum.candidates import train_candidates
+
+        train_candidates(run)
+        return
     log_path = run.paths.log(flight.experiment)
     handle, run.attached = run.attached, None
     if handle is not None:
@@ -72,26 +88,28 @@ def train(run: Run) -> None:
         timeout=run.opts.attempt_timeout,
         grace=run.opts.grace_seconds,
     )
-    problem: str | None = None
-    if outcome.timed_out:
-        problem = f"did not finish within --attempt-timeout {run.opts.attempt_timeout:g}s"
-    elif outcome.returncode != 0:
-        code = outcome.returncode
-        problem = (
-            f"was killed by signal {-code}"
-            if code is not None and code < 0
-            else f"exited with status {code}"
-        )
-    if problem is None:
-        try:
-            check_artefacts(run, flight)
-        except TrainerError as exc:
-            problem = str(exc)
+    problem = outcome_problem(run, outcome, flight.experiment)
     if problem is not None:
         run.apply(t.TrainingFailed(f"training command {problem}", outcome.last_progress))
         attempt_error(run, log_path)
     run.record(t.Trained(outcome.last_progress), pause="trained")
     run.reporter.training_finished(run.flight)
+
+
+def outcome_problem(run: Run, outcome: RunOutcome, experiment: str) -> str | None:
+    """What went wrong with a watched training of ``experiment`` (None: it trained)."""
+    if outcome.timed_out:
+        return f"did not finish within --attempt-timeout {run.opts.attempt_timeout:g}s"
+    if outcome.returncode != 0:
+        code = outcome.returncode
+        if code is not None and code < 0:
+            return f"was killed by signal {-code}"
+        return f"exited with status {code}"
+    try:
+        check_experiment_artefacts(run, experiment)
+    except TrainerError as exc:
+        return str(exc)
+    return None
 
 
 def _launch(run: Run, flight: Attempt) -> Handle:
@@ -152,17 +170,26 @@ def _adopt_orphans_result(run: Run, flight: Attempt) -> bool:
 
 
 def _artefacts_fresh(run: Run, flight: Attempt) -> bool:
-    final = run.paths.final_checkpoint(flight.experiment)
-    bot = run.paths.bot(flight.experiment)
+    return artefacts_fresh(run, flight.experiment, flight.started_at)
+
+
+def artefacts_fresh(run: Run, experiment: str, started_at: str) -> bool:
+    """``experiment``'s final checkpoint and bot exist and were written after ``started_at``."""
+    final = run.paths.final_checkpoint(experiment)
+    bot = run.paths.bot(experiment)
     if not (final.is_file() and bot.is_file()):
         return False
-    started = parse_time(flight.started_at)
+    started = parse_time(started_at)
     return min(final.stat().st_mtime, bot.stat().st_mtime) >= started - 1
 
 
 def check_artefacts(run: Run, flight: Attempt) -> None:
-    final = run.paths.final_checkpoint(flight.experiment)
-    bot = run.paths.bot(flight.experiment)
+    check_experiment_artefacts(run, flight.experiment)
+
+
+def check_experiment_artefacts(run: Run, experiment: str) -> None:
+    final = run.paths.final_checkpoint(experiment)
+    bot = run.paths.bot(experiment)
     missing = [run.rel(p) for p in (final, bot) if not p.is_file()]
     if missing:
         raise TrainerError(f"exited 0 without writing {' and '.join(missing)}")

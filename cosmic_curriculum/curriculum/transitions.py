@@ -9,6 +9,12 @@ and ``stage_index`` lives here.
 An attempt moves through ``training → trained → evaluated → decided → committed``
 (:data:`EDGES`); the shell saves the state after every event, so a kill at any instant
 resumes at the last saved phase.
+
+With ``candidates = K > 1`` an attempt in ``training`` trains K candidates (each with its
+own phase ``training → trained | failed``), in ``trained`` evaluates each against the
+stage's reference, chooses the best score (ties: the lowest k) and re-evaluates it with a
+fresh seed; only that fresh evaluation is judged (choosing the best of K would otherwise
+inflate the chance of passing a regression: the winner's curse).
 """
 
 from __future__ import annotations
@@ -19,6 +25,12 @@ from typing import Any, Literal
 from cosmic_curriculum.config import CurriculumConfig
 from cosmic_curriculum.curriculum.events import (
     BeginAttempt,
+    CandidateChosen,
+    CandidateEvaluated,
+    CandidateFailed,
+    CandidateLaunched,
+    CandidateStarted,
+    CandidateTrained,
     Committed,
     ConfigRecorded,
     Decide,
@@ -39,8 +51,16 @@ from cosmic_curriculum.curriculum.events import (
     TrainingLaunched,
 )
 from cosmic_curriculum.gate import GateSettings, decide
-from cosmic_curriculum.layout import experiment_name
-from cosmic_curriculum.state import COUNT_KEYS, Attempt, CurriculumState, LogEntry, Phase
+from cosmic_curriculum.layout import candidate_name, experiment_name
+from cosmic_curriculum.state import (
+    COUNT_KEYS,
+    Attempt,
+    Candidate,
+    CandidatePhase,
+    CurriculumState,
+    LogEntry,
+    Phase,
+)
 
 Step = Literal["begin", "train", "evaluate", "decide", "commit", "blocked", "done"]
 
@@ -66,6 +86,12 @@ EDGES: dict[type[Any], tuple[tuple[str, ...], Phase | None]] = {
     TrainerStarted: (("training",), "training"),
     TrainingFailed: (("training",), "training"),
     Trained: (("training",), "trained"),
+    CandidateLaunched: (("training",), "training"),
+    CandidateStarted: (("training",), "training"),
+    CandidateTrained: (("training",), "training"),
+    CandidateFailed: (("training",), "training"),
+    CandidateEvaluated: (("trained",), "trained"),
+    CandidateChosen: (("trained",), "trained"),
     EvaluationStarted: (("trained",), "trained"),
     EvaluationFailed: (("trained",), "trained"),
     Evaluated: (("trained",), "evaluated"),
@@ -128,20 +154,31 @@ def _flight(state: CurriculumState) -> Attempt:
 
 def _begin(state: CurriculumState, config: CurriculumConfig, e: BeginAttempt) -> None:
     i, n = state.stage_index, state.attempt
+    experiment = experiment_name(i, config.stages[i].name, n)
+    k_max = config.stage_candidates(i)
     state.in_flight = Attempt(
         stage_index=i,
         attempt=n,
-        experiment=experiment_name(i, config.stages[i].name, n),
+        experiment=experiment,
         resume_from=e.resume_from,
         reference=e.reference,
         timesteps=e.timesteps,
         started_at=e.now,
+        # K = 1 records no candidates: its state keeps the first release's shape.
+        candidates=None
+        if k_max == 1
+        else [
+            Candidate(k=k, experiment=candidate_name(experiment, k), seed=k)
+            for k in range(1, k_max + 1)
+        ],
     )
 
 
 def _clear_group(state: CurriculumState, config: CurriculumConfig, e: Event) -> None:
     if state.in_flight is not None:
         state.in_flight.pgid = state.in_flight.pid = state.in_flight.pid_start_time = None
+        for c in state.in_flight.candidates or []:
+            c.pgid = c.pid = c.pid_start_time = None
 
 
 def _interrupted(state: CurriculumState, config: CurriculumConfig, e: Interrupted) -> None:
@@ -165,14 +202,105 @@ def _started(state: CurriculumState, config: CurriculumConfig, e: TrainerStarted
 
 
 def _trained(state: CurriculumState, config: CurriculumConfig, e: Trained) -> None:
+    _require_candidates_in(state, ("trained",), "Trained")
     _clear_group(state, config, e)
     if e.last_progress is not None:
         _flight(state).last_progress = e.last_progress
 
 
 def _training_failed(state: CurriculumState, config: CurriculumConfig, e: TrainingFailed) -> None:
-    _trained(state, config, Trained(e.last_progress))
+    # With candidates: once none trains any more, and some failed (their errors say why).
+    _require_candidates_in(state, ("trained", "failed"), "TrainingFailed")
+    _clear_group(state, config, e)
+    if e.last_progress is not None:
+        _flight(state).last_progress = e.last_progress
     _attempt_error(state, e.problem)
+
+
+# --------------------------------------------------------------------------- candidates
+
+
+def _require_candidates_in(state: CurriculumState, phases: tuple[str, ...], what: str) -> None:
+    """An attempt with candidates moves on only once every candidate is in ``phases``."""
+    waiting = [c.k for c in _flight(state).candidates or [] if c.phase not in phases]
+    if waiting:
+        raise InvalidTransition(f"{what} while candidates {waiting} are not {'/'.join(phases)}")
+
+
+def _candidate(state: CurriculumState, k: int, phases: tuple[CandidatePhase, ...]) -> Candidate:
+    for c in _flight(state).candidates or []:
+        if c.k == k:
+            if c.phase not in phases:
+                raise InvalidTransition(f"candidate {k} in phase {c.phase!r}, not {phases}")
+            return c
+    raise InvalidTransition(f"the attempt in flight has no candidate {k}")
+
+
+def _candidate_launched(
+    state: CurriculumState, config: CurriculumConfig, e: CandidateLaunched
+) -> None:
+    c = _candidate(state, e.k, ("training", "failed"))
+    c.phase = "training"
+    c.error = None
+    c.started_at = e.now
+    c.launched = True
+    c.last_resume = e.resume
+    flight = _flight(state)
+    flight.error = None
+    flight.interrupted = False
+
+
+def _candidate_started(
+    state: CurriculumState, config: CurriculumConfig, e: CandidateStarted
+) -> None:
+    c = _candidate(state, e.k, ("training",))
+    c.pgid, c.pid, c.pid_start_time = e.pgid, e.pid, e.start_time
+
+
+def _candidate_trained(
+    state: CurriculumState, config: CurriculumConfig, e: CandidateTrained
+) -> None:
+    c = _candidate(state, e.k, ("training",))
+    c.phase = "trained"
+    c.pgid = c.pid = c.pid_start_time = None
+    if e.last_progress is not None:
+        c.last_progress = e.last_progress
+
+
+def _candidate_failed(state: CurriculumState, config: CurriculumConfig, e: CandidateFailed) -> None:
+    c = _candidate(state, e.k, ("training",))
+    c.phase = "failed"
+    c.error = e.problem
+    c.pgid = c.pid = c.pid_start_time = None
+    if e.last_progress is not None:
+        c.last_progress = e.last_progress
+
+
+def record_score(record: dict[str, Any]) -> float:
+    """An evaluation's score: (candidate wins + draws / 2) / episodes (stats.score)."""
+    wins, draws, episodes = (int(record[k]) for k in ("wins_a", "draws", "episodes"))
+    return (wins + 0.5 * draws) / episodes if episodes else 0.0
+
+
+def _candidate_evaluated(
+    state: CurriculumState, config: CurriculumConfig, e: CandidateEvaluated
+) -> None:
+    c = _candidate(state, e.k, ("trained",))
+    c.phase = "evaluated"
+    c.eval_id = str(e.record["id"])
+    c.score = record_score(e.record)
+    c.history_before = None
+    _flight(state).error = None
+
+
+def _candidate_chosen(state: CurriculumState, config: CurriculumConfig, e: CandidateChosen) -> None:
+    flight = _flight(state)
+    if not flight.candidates or flight.chosen is not None:
+        raise InvalidTransition("CandidateChosen needs candidates not yet chosen among")
+    _require_candidates_in(state, ("evaluated",), "CandidateChosen")
+    best = max(flight.candidates, key=lambda c: (c.score or 0.0, -c.k))  # ties: lowest k
+    flight.chosen = best.k
+    flight.experiment = best.experiment
 
 
 def _attempt_error(state: CurriculumState, problem: str) -> None:
@@ -184,18 +312,26 @@ def _attempt_error(state: CurriculumState, problem: str) -> None:
 def _evaluation_started(
     state: CurriculumState, config: CurriculumConfig, e: EvaluationStarted
 ) -> None:
-    _flight(state).history_before = e.history_before
+    if e.k is None:
+        _flight(state).history_before = e.history_before
+    else:
+        _candidate(state, e.k, ("trained",)).history_before = e.history_before
 
 
 def _evaluation_failed(
     state: CurriculumState, config: CurriculumConfig, e: EvaluationFailed
 ) -> None:
-    _flight(state).history_before = None
+    if e.k is None:
+        _flight(state).history_before = None
+    else:
+        _candidate(state, e.k, ("trained",)).history_before = None
     _attempt_error(state, e.problem)
 
 
 def _evaluated(state: CurriculumState, config: CurriculumConfig, e: Evaluated) -> None:
     flight = _flight(state)
+    if flight.candidates and flight.chosen is None:
+        raise InvalidTransition("Evaluated before a candidate was chosen")
     flight.eval_id = e.eval_id
     flight.error = None
 
@@ -238,6 +374,12 @@ def _decide(state: CurriculumState, config: CurriculumConfig, e: Decide) -> None
         summary=summary,
         decided_at=e.now,
     )
+    if flight.candidates:
+        entry.candidates = [
+            {"k": c.k, "experiment": c.experiment, "eval_id": c.eval_id, "score": c.score}
+            | ({"chosen": True} if c.k == flight.chosen else {})
+            for c in flight.candidates
+        ]
     forced = state.forced_retry
     if forced is not None and forced.get("attempt") == flight.attempt:
         entry.forced_retry = True
@@ -291,9 +433,21 @@ def _force_retry(state: CurriculumState, config: CurriculumConfig, e: ForceRetry
 
 
 def skipped_experiment(state: CurriculumState, config: CurriculumConfig) -> str:
-    """The attempt `--skip-to-next-stage` accepts: the blocked stage's last one."""
+    """The attempt `--skip-to-next-stage` accepts: the blocked stage's last one (with
+    candidates, the one that attempt chose)."""
     i = state.stage_index
-    return experiment_name(i, config.stages[i].name, max(0, state.attempt - 1))
+    return attempt_experiment(state, config, i, max(0, state.attempt - 1))
+
+
+def attempt_experiment(
+    state: CurriculumState, config: CurriculumConfig, stage_index: int, attempt: int
+) -> str:
+    """The experiment a decided attempt stands for: the candidate it chose when it had
+    candidates (its log entry says which), else its name by the naming scheme."""
+    for entry in reversed(state.stage_log(stage_index)):
+        if entry.attempt == attempt and entry.override is None and entry.candidates:
+            return entry.experiment
+    return experiment_name(stage_index, config.stages[stage_index].name, attempt)
 
 
 def _skip_stage(state: CurriculumState, config: CurriculumConfig, e: SkipStage) -> None:
@@ -350,6 +504,12 @@ _RULES: dict[type[Any], Callable[[CurriculumState, CurriculumConfig, Any], None]
     TrainerStarted: _started,
     Trained: _trained,
     TrainingFailed: _training_failed,
+    CandidateLaunched: _candidate_launched,
+    CandidateStarted: _candidate_started,
+    CandidateTrained: _candidate_trained,
+    CandidateFailed: _candidate_failed,
+    CandidateEvaluated: _candidate_evaluated,
+    CandidateChosen: _candidate_chosen,
     EvaluationStarted: _evaluation_started,
     EvaluationFailed: _evaluation_failed,
     Evaluated: _evaluated,

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, TypeVar
 
 from cosmic_curriculum.errors import CurriculumError
 from cosmic_curriculum.runner import DEFAULT_GRACE_SECONDS
@@ -138,4 +138,79 @@ def watch(
             time.sleep(POLL_SECONDS)
     except BaseException:
         launcher.stop(handle, grace)
+        raise
+
+
+Key = TypeVar("Key")
+
+
+@dataclass
+class _Watched:
+    handle: Handle
+    outcome: RunOutcome
+    deadline: float | None
+
+
+def watch_many(
+    launcher: Launcher,
+    queue: Sequence[Key],
+    start: Callable[[Key], Handle | None],
+    on_done: Callable[[Key, RunOutcome], None],
+    *,
+    running: Mapping[Key, Handle] | None = None,
+    cap: int = 1,
+    on_progress: Callable[[Key, dict[str, Any]], None] | None = None,
+    timeout: float | None = None,
+    grace: float = DEFAULT_GRACE_SECONDS,
+) -> None:
+    """:func:`watch` for several pieces of work side by side (an attempt's candidates).
+
+    ``running`` is work already under way (found again after a crash); ``queue`` is work to
+    start, in order, with ``start(key)`` (None: it did not start, and said so itself)
+    whenever fewer than ``cap`` run. ``on_done(key, outcome)`` is told as each ends, and
+    ``timeout`` applies to each from when it is watched. Any exception while waiting stops
+    every piece still running before it propagates.
+    """
+    from cosmic_curriculum.progress import parse_progress_line
+
+    pending = list(queue)
+    live: dict[Key, _Watched] = {}
+
+    def deadline() -> float | None:
+        return None if timeout is None else time.monotonic() + timeout
+
+    def drain(key: Key, watched: _Watched) -> None:
+        for line in launcher.stream(watched.handle):
+            record = parse_progress_line(line)
+            if record is not None:
+                watched.outcome.last_progress = record
+                if on_progress is not None:
+                    on_progress(key, record)
+
+    try:
+        for key, handle in (running or {}).items():
+            live[key] = _Watched(handle, RunOutcome(returncode=None), deadline())
+        while pending or live:
+            while pending and len(live) < max(1, cap):
+                key = pending.pop(0)
+                started = start(key)
+                if started is not None:
+                    live[key] = _Watched(started, RunOutcome(returncode=None), deadline())
+            for key, watched in list(live.items()):
+                code = launcher.result(watched.handle)
+                drain(key, watched)
+                late = watched.deadline is not None and time.monotonic() >= watched.deadline
+                if code is None and late:
+                    launcher.stop(watched.handle, grace)
+                    watched.outcome.timed_out = True
+                    code = launcher.result(watched.handle)
+                if code is not None or watched.outcome.timed_out:
+                    watched.outcome.returncode = code
+                    del live[key]
+                    on_done(key, watched.outcome)
+            if live:
+                time.sleep(POLL_SECONDS)
+    except BaseException:
+        for watched in live.values():
+            launcher.stop(watched.handle, grace)
         raise

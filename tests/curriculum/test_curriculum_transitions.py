@@ -10,7 +10,7 @@ from fakes.workspace import stages_toml
 
 from cosmic_curriculum.config import CurriculumConfig, load_config
 from cosmic_curriculum.curriculum import transitions as t
-from cosmic_curriculum.state import Attempt, CurriculumState
+from cosmic_curriculum.state import Attempt, Candidate, CurriculumState
 
 NOW = "2026-11-30T12:00:00+00:00"
 PHASES = ("none", "training", "trained", "evaluated", "decided", "committed")
@@ -24,6 +24,12 @@ EVENTS: dict[str, t.Event] = {
     "TrainerStarted": t.TrainerStarted(pgid=41, pid=41, start_time=7),
     "Trained": t.Trained({"timesteps": 9, "total": 9}),
     "TrainingFailed": t.TrainingFailed("training command exited with status 1"),
+    "CandidateLaunched": t.CandidateLaunched(2, resume=None, now=NOW),
+    "CandidateStarted": t.CandidateStarted(2, pgid=43, pid=43, start_time=8),
+    "CandidateTrained": t.CandidateTrained(2, {"timesteps": 9, "total": 9}),
+    "CandidateFailed": t.CandidateFailed(2, "training command exited with status 1"),
+    "CandidateEvaluated": t.CandidateEvaluated(2, {**PASSING, "id": "ev-c2"}),
+    "CandidateChosen": t.CandidateChosen(),
     "EvaluationStarted": t.EvaluationStarted(history_before=3),
     "EvaluationFailed": t.EvaluationFailed("evaluation command exited with status 2"),
     "Evaluated": t.Evaluated("ev-1"),
@@ -49,6 +55,12 @@ TABLE: dict[str, tuple[str, ...]] = {
     "TrainerStarted": (_, "training", _, _, _, _),
     "Trained": (_, "trained", _, _, _, _),
     "TrainingFailed": (_, "training", _, _, _, _),
+    "CandidateLaunched": (_, "training", _, _, _, _),
+    "CandidateStarted": (_, "training", _, _, _, _),
+    "CandidateTrained": (_, "training", _, _, _, _),
+    "CandidateFailed": (_, "training", _, _, _, _),
+    "CandidateEvaluated": (_, _, "trained", _, _, _),
+    "CandidateChosen": (_, _, "trained", _, _, _),
     "EvaluationStarted": (_, _, "trained", _, _, _),
     "EvaluationFailed": (_, _, "trained", _, _, _),
     "Evaluated": (_, _, "evaluated", _, _, _),
@@ -89,6 +101,27 @@ def state_in(phase: str, flight_attempt: int | None = None, **fields: Any) -> Cu
     return state
 
 
+# The candidate events act on an attempt with candidates (`candidates = K > 1`): the
+# phases of its candidates 1..3 that each event needs (the others run on a K = 1 attempt).
+CANDIDATE_PHASES: dict[str, tuple[str, ...]] = {
+    "CandidateLaunched": ("trained", "failed", "training"),
+    "CandidateStarted": ("trained", "training", "training"),
+    "CandidateTrained": ("trained", "training", "failed"),
+    "CandidateFailed": ("trained", "training", "training"),
+    "CandidateEvaluated": ("evaluated", "trained", "evaluated"),
+    "CandidateChosen": ("evaluated", "evaluated", "evaluated"),
+}
+
+
+def with_candidates(state: CurriculumState, phases: tuple[str, ...]) -> CurriculumState:
+    if state.in_flight is not None:
+        state.in_flight.candidates = [
+            Candidate(k=k, experiment=f"curric-s1-score-c{k}", seed=k, phase=phase, score=0.5)
+            for k, phase in enumerate(phases, start=1)
+        ]
+    return state
+
+
 def test_the_table_covers_every_event_and_phase() -> None:
     assert set(TABLE) == set(EVENTS) == {e.__name__ for e in t.EDGES}
     assert all(len(row) == len(PHASES) for row in TABLE.values())
@@ -98,6 +131,8 @@ def test_the_table_covers_every_event_and_phase() -> None:
 @pytest.mark.parametrize("index", range(len(PHASES)))
 def test_every_phase_and_event(config: CurriculumConfig, event: str, index: int) -> None:
     state = state_in(PHASES[index])
+    if event in CANDIDATE_PHASES:
+        state = with_candidates(state, CANDIDATE_PHASES[event])
     before = state.model_dump()
     expected = TABLE[event][index]
     if expected == "x":
@@ -245,3 +280,88 @@ def test_the_outbox_keeps_unsent_notifications_once_each_and_empties_to_none(
 def test_architecture_doc_shows_the_diagram_of_the_table() -> None:
     doc = (Path(__file__).resolve().parents[2] / "docs" / "ARCHITECTURE.md").read_text()
     assert t.mermaid_diagram() in doc, "regenerate the diagram: transitions.mermaid_diagram()"
+
+
+@pytest.fixture(scope="module")
+def k3_config(tmp_path_factory: pytest.TempPathFactory) -> CurriculumConfig:
+    path = tmp_path_factory.mktemp("cfg3") / "stages.toml"
+    path.write_text("candidates = 3\n" + stages_toml(stages=["score", "defend"], max_retries=1))
+    return load_config(path)
+
+
+def test_k_1_begins_an_attempt_without_candidates(config: CurriculumConfig) -> None:
+    state = t.apply(CurriculumState(), config, EVENTS["BeginAttempt"])
+    assert state.in_flight is not None and state.in_flight.candidates is None
+    assert "candidates" not in state.to_json()["in_flight"]
+
+
+def test_k_candidates_train_choose_the_best_and_the_fresh_record_decides(
+    k3_config: CurriculumConfig,
+) -> None:
+    state = t.apply(CurriculumState(), k3_config, EVENTS["BeginAttempt"])
+    flight = state.in_flight
+    assert flight is not None and flight.candidates is not None
+    assert [(c.k, c.experiment, c.seed, c.phase) for c in flight.candidates] == [
+        (k, f"curric-s1-score-c{k}", k, "training") for k in (1, 2, 3)
+    ]
+    for k in (1, 2, 3):
+        state = t.apply(state, k3_config, t.CandidateLaunched(k, None, NOW))
+        state = t.apply(state, k3_config, t.CandidateStarted(k, 40 + k, 40 + k, 1))
+    state = t.apply(state, k3_config, t.CandidateTrained(1))
+    with pytest.raises(t.InvalidTransition):  # candidates 2 and 3 still train
+        t.apply(state, k3_config, t.Trained())
+    state = t.apply(state, k3_config, t.CandidateFailed(2, "exited with status 3"))
+    state = t.apply(state, k3_config, t.CandidateTrained(3))
+    failed = t.apply(state, k3_config, t.TrainingFailed("candidate 2 failed"))
+    assert failed.in_flight is not None and failed.in_flight.error == "candidate 2 failed"
+    assert [c.phase for c in failed.in_flight.candidates or []] == ["trained", "failed", "trained"]
+    # the next run trains only candidate 2 again
+    state = t.apply(failed, k3_config, t.CandidateLaunched(2, "checkpoints/x/step_5.zip", NOW))
+    assert state.in_flight is not None and state.in_flight.error is None
+    state = t.apply(state, k3_config, t.CandidateTrained(2))
+    state = t.apply(state, k3_config, t.Trained())
+    assert t.next_step(state) == "evaluate"
+    records = {1: (40, 50, 10), 2: (60, 30, 10), 3: (60, 30, 10)}  # 2 and 3 tie: 2 wins
+    for k, (wa, wb, d) in records.items():
+        with pytest.raises(t.InvalidTransition):
+            t.apply(state, k3_config, t.CandidateChosen())
+        record = {"wins_a": wa, "wins_b": wb, "draws": d, "episodes": 100, "id": f"ev-c{k}"}
+        state = t.apply(state, k3_config, t.CandidateEvaluated(k, record))
+    with pytest.raises(t.InvalidTransition):  # the fresh record needs a choice first
+        t.apply(state, k3_config, t.Evaluated("ev-fresh"))
+    state = t.apply(state, k3_config, t.CandidateChosen())
+    assert state.in_flight is not None
+    assert (state.in_flight.chosen, state.in_flight.experiment) == (2, "curric-s1-score-c2")
+    state = t.apply(state, k3_config, t.Evaluated("ev-fresh"))
+    decided = t.apply(state, k3_config, t.Decide({**FAILING, "id": "ev-fresh"}, NOW))
+    entry = decided.log[-1]
+    assert (entry.experiment, entry.decision, entry.eval_id) == (
+        "curric-s1-score-c2",
+        "fail",  # the fresh evaluation alone decides, whatever the selection scored
+        "ev-fresh",
+    )
+    assert entry.candidates is not None
+    assert [(c["k"], c["eval_id"], c.get("chosen")) for c in entry.candidates] == [
+        (1, "ev-c1", None),
+        (2, "ev-c2", True),
+        (3, "ev-c3", None),
+    ]
+    # the retry and --skip-to-next-stage stand for the chosen candidate
+    assert t.attempt_experiment(decided, k3_config, 0, 0) == "curric-s1-score-c2"
+
+
+def test_candidate_events_need_candidates_in_the_right_phase(k3_config: CurriculumConfig) -> None:
+    plain = state_in("training")
+    with pytest.raises(t.InvalidTransition):
+        t.apply(plain, k3_config, t.CandidateLaunched(1, None, NOW))
+    state = t.apply(CurriculumState(), k3_config, EVENTS["BeginAttempt"])
+    with pytest.raises(t.InvalidTransition):  # not launched or trained yet: no record
+        t.apply(state, k3_config, t.CandidateStarted(4, 1, 1, 1))
+    state = t.apply(state, k3_config, t.CandidateTrained(1))
+    with pytest.raises(t.InvalidTransition):  # trained is final: never trained twice
+        t.apply(state, k3_config, t.CandidateLaunched(1, None, NOW))
+    interrupted = t.apply(
+        t.apply(state, k3_config, t.CandidateStarted(2, 9, 9, 9)), k3_config, t.Interrupted()
+    )
+    assert interrupted.in_flight is not None and interrupted.in_flight.interrupted
+    assert all(c.pgid is None for c in interrupted.in_flight.candidates or [])

@@ -5,8 +5,10 @@ one record ``{wins_a, wins_b, draws, episodes, candidate, reference}`` to
 ``eval_history.json``. Outcomes come from the JSON file named by ``FAKE_EVAL_SCRIPT``: an
 object mapping a candidate bot's stem (experiment name) or ``"*"`` to ``"pass"``,
 ``"fail"``, ``"boundary"`` (a gap of exactly the 0.15 margin: a fail), ``"error"``
-(exit 4 without a record) or explicit ``[wins_a, wins_b, draws]``. ``"sleep"`` (seconds)
-delays the evaluation. Each run appends to ``fake_evals.jsonl``.
+(exit 4 without a record) or explicit ``[wins_a, wins_b, draws]``; ``"<stem>#<n>"`` is
+the outcome of that candidate's n-th evaluation (from 1) and comes first. ``"sleep"``
+(seconds) delays the evaluation. Each run appends ``{candidate, reference, argv}`` to
+``fake_evals.jsonl``.
 """
 
 from __future__ import annotations
@@ -25,10 +27,15 @@ def main() -> int:
     if os.environ.get("FAKE_EVAL_SCRIPT"):
         script = json.loads(Path(os.environ["FAKE_EVAL_SCRIPT"]).read_text())
     stem = Path(candidate).stem
-    outcome = script.get(stem, script.get("*", "pass"))
+    earlier = 0
+    if Path("fake_evals.jsonl").exists():
+        for line in Path("fake_evals.jsonl").read_text().splitlines():
+            earlier += json.loads(line)["candidate"] == candidate
+    outcome = script.get(f"{stem}#{earlier + 1}", script.get(stem, script.get("*", "pass")))
     time.sleep(float(script.get("sleep", 0)))  # type: ignore[arg-type]
     with open("fake_evals.jsonl", "a") as fh:
-        fh.write(json.dumps({"candidate": candidate, "reference": reference}) + "\n")
+        entry = {"candidate": candidate, "reference": reference, "argv": sys.argv[1:]}
+        fh.write(json.dumps(entry) + "\n")
     if outcome == "error":
         print("fake evaluator: crashed", file=sys.stderr)
         return 4

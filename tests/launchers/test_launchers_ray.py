@@ -125,3 +125,46 @@ def test_an_unreachable_cluster_is_one_line_before_training(tmp_path: Path) -> N
     assert result.returncode != 0 and "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1 and "Ray at" in result.stderr
     assert trainer_runs(ws) == []
+
+
+def test_k3_candidates_on_4_gpus_kill_9_then_resume_follows_every_job(
+    tmp_path: Path, ray_address: str
+) -> None:
+    """`candidates = 3` on the cluster's 4 fake GPUs (one each, no CPU asked, so all three
+    run at once): kill -9 of `run` while they train, then `run` again follows each
+    candidate's job; none is trained twice, none lost, no second job for any."""
+    ws = ray_workspace(tmp_path / "ws", ray_address, **{"*": {"steps": 10, "step_seconds": 0.5}})
+    toml = ws / "stages.toml"
+    toml.write_text(
+        "candidates = 3\n"
+        + toml.read_text().replace("num_gpus = 1\n", "num_gpus = 1\nnum_cpus = 0\n")
+    )
+    run = subprocess.Popen(run_argv(ws), env=cli_env(ws), start_new_session=True)
+    deadline = time.monotonic() + 120
+    while len({r["experiment"] for r in trainer_runs(ws) if r["event"] == "start"}) < 3:
+        assert time.monotonic() < deadline and run.poll() is None
+        time.sleep(0.2)
+    assert not [r for r in trainer_runs(ws) if r["event"] == "done"]  # side by side
+    os.killpg(run.pid, signal.SIGKILL)  # the run dies; its three jobs live on
+    run.wait()
+    flight = read_state(ws)["in_flight"]
+    assert [c["phase"] for c in flight["candidates"]] == ["training"] * 3
+    result = run_cli(ws)
+    assert result.returncode == 0, result.stderr
+    for k in (1, 2, 3):
+        assert f"curric-s1-score-c{k}: following its training" in result.stdout
+    starts = [r["experiment"] for r in trainer_runs(ws) if r["event"] == "start"]
+    s1 = [f"curric-s1-score-c{k}" for k in (1, 2, 3)]
+    s2 = [f"curric-s2-defend-c{k}" for k in (1, 2, 3)]
+    assert sorted(starts) == sorted(s1 + s2)  # each candidate trained once
+    state = read_state(ws)
+    assert state["status"] == "done"
+    for name in s1 + s2:
+        ids = [
+            str(j.submission_id)
+            for j in jobs(ray_address)
+            if str(j.submission_id).startswith(f"cosmic-{name}-") and str(ws) in str(j.entrypoint)
+        ]
+        assert len(ids) == 1, (name, ids)  # one job per candidate: never a second
+        assert (ws / "bots" / f"{name}.json").is_file()
+        assert "fake trainer: " + name in (ws / "logs" / f"{name}.log").read_text()

@@ -1,0 +1,265 @@
+"""Train and evaluate the K candidates of an attempt with ``candidates = K > 1``.
+
+Training: every candidate not yet trained is launched (at most ``max_parallel`` at once) as
+its own experiment ``<exp>-c{k}`` with the normal training argv plus ``--seed k``; each
+launch is saved before it starts (a Ray job's id is derived from it) and each start,
+finish and failure is saved as it happens, so a kill at any instant resumes every
+candidate exactly: a running one is followed again (Ray) or its finished artefacts are
+adopted, none is trained twice, none is lost. A candidate whose training fails lets the
+others finish; then the attempt errors as a single training's would, and the next `run`
+trains only the failed ones again.
+
+Evaluation: each trained candidate plays the stage's reference (records tagged
+``selection: "candidate"``), the best score is chosen (ties: the lowest k), and that one
+is evaluated again with a fresh seed (``selection: "fresh"``). The gate judges the fresh
+record alone: the best of K selection scores is biased upwards (the winner's curse), a
+fresh evaluation is not. Both records stay in the history.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shlex
+from pathlib import Path
+from typing import Any
+
+from cosmic_curriculum import fsio, history, runner
+from cosmic_curriculum.curriculum import transitions as t
+from cosmic_curriculum.curriculum.context import Run
+from cosmic_curriculum.curriculum.training import (
+    artefacts_fresh,
+    check_experiment_artefacts,
+    indent,
+    outcome_problem,
+    parse_time,
+    training_argv,
+)
+from cosmic_curriculum.errors import TrainerError
+from cosmic_curriculum.launchers import Handle, LaunchError, LaunchSpec, RunOutcome, watch_many
+from cosmic_curriculum.launchers.local import start_problem
+from cosmic_curriculum.state import Candidate, utc_now
+
+SELECTION_KEY = "selection"  # in a record: "candidate" (ranks) or "fresh" (decides)
+CANDIDATE_KEY = "candidate_k"  # in a record: which candidate it evaluated
+
+
+def candidate(run: Run, k: int) -> Candidate:
+    for c in run.flight.candidates or []:
+        if c.k == k:
+            return c
+    raise KeyError(k)  # the rules created every k the shell asks for
+
+
+# --------------------------------------------------------------------------- training
+
+
+def train_candidates(run: Run) -> None:
+    """``training`` → ``trained`` once every candidate trained; else a TrainerError after
+    the others finished (their results are kept)."""
+    attached, run.attached_candidates = run.attached_candidates, {}
+    for k in attached:
+        run.reporter.info(
+            f"{candidate(run, k).experiment}: following its training, started by an earlier run"
+        )
+    queue: list[int] = []
+    for c in run.flight.candidates or []:
+        if c.phase in ("trained", "evaluated") or c.k in attached:
+            continue
+        if c.phase == "training" and _adopt_orphans_result(run, c):
+            continue
+        queue.append(c.k)
+    k_max = len(run.flight.candidates or [])
+    watch_many(
+        run.launcher,
+        queue,
+        lambda k: _launch(run, k),
+        lambda k, outcome: _finished(run, k, outcome),
+        running=attached,
+        cap=run.config.max_parallel(k_max),
+        on_progress=lambda k, p: run.reporter.candidate_progress(run.flight, candidate(run, k), p),
+        timeout=run.opts.attempt_timeout,
+        grace=run.opts.grace_seconds,
+    )
+    failed = [c for c in run.flight.candidates or [] if c.phase == "failed"]
+    if failed:
+        _candidates_error(run, failed)
+    run.record(t.Trained(), pause="trained")
+    run.reporter.training_finished(run.flight)
+
+
+def _launch(run: Run, k: int) -> Handle | None:
+    """Start candidate ``k``'s training; its launch is saved before it starts."""
+    c = candidate(run, k)
+    step = run.paths.latest_step(c.experiment)
+    resume = run.rel(step) if step is not None else run.flight.resume_from
+    argv = training_argv(run, run.flight, resume, experiment=c.experiment, seed=c.seed)
+    log_path = run.paths.log(c.experiment)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    run.record(t.CandidateLaunched(k, resume=resume, now=utc_now()), pause="launch")
+    c = candidate(run, k)
+    with open(log_path, "ab") as log:
+        log.write(f"# {utc_now()} {shlex.join(argv)}\n".encode())
+    spec = LaunchSpec(
+        argv=argv,
+        cwd=run.ws,
+        log_path=log_path,
+        pass_fds=run.lock_fds(),
+        tag=run.paths.attempt_tag(c.experiment),
+        launch_id=run.paths.launch_id(c.experiment, c.started_at or run.flight.started_at),
+    )
+    try:
+        handle = run.launcher.start(spec)
+    except LaunchError as exc:
+        _failed(run, k, f"training command could not be submitted: {exc}")
+        return None
+    except OSError as exc:
+        if exc.filename not in (argv[0], None):
+            raise  # the log file, not the program: the run's disk/permission error
+        why = start_problem(Path(argv[0])) or exc.strerror or str(exc)
+        _failed(run, k, f"training command {argv[0]} could not start: it {why}")
+        return None
+    try:
+        # Until watch_many() owns it, any exception (a signal included) must stop the work.
+        fsio.fault_point("launched")
+        record = handle.record()
+        run.record(t.CandidateStarted(k, record.pgid, record.pid, record.start_time), "training")
+        run.reporter.candidate_started(run.flight, candidate(run, k), argv, log_path)
+    except BaseException:
+        run.launcher.stop(handle, run.opts.grace_seconds)
+        raise
+    return handle
+
+
+def _finished(run: Run, k: int, outcome: RunOutcome) -> None:
+    problem = outcome_problem(run, outcome, candidate(run, k).experiment)
+    if problem is not None:
+        _failed(run, k, f"training command {problem}", outcome.last_progress)
+        return
+    run.record(t.CandidateTrained(k, outcome.last_progress), pause="trained")
+    run.reporter.candidate_finished(run.flight, candidate(run, k))
+
+
+def _failed(run: Run, k: int, problem: str, progress: dict[str, Any] | None = None) -> None:
+    run.record(t.CandidateFailed(k, problem, progress))
+    run.reporter.candidate_finished(run.flight, candidate(run, k))
+
+
+def _adopt_orphans_result(run: Run, c: Candidate) -> bool:
+    """An orphaned training of an earlier run may have finished this candidate already."""
+    if not (c.launched and c.started_at and artefacts_fresh(run, c.experiment, c.started_at)):
+        return False
+    try:
+        check_experiment_artefacts(run, c.experiment)
+    except TrainerError:
+        return False
+    run.reporter.info(
+        f"{c.experiment}: training finished while no run was watching; using its result"
+    )
+    run.record(t.CandidateTrained(c.k), pause="trained")
+    return True
+
+
+def _candidates_error(run: Run, failed: list[Candidate]) -> None:
+    """The attempt's error names every failed candidate; their logs are committed; the
+    run stops with a one-line error (the next `run` trains only those again)."""
+    from cosmic_curriculum.curriculum.persist import commit
+    from cosmic_curriculum.report_md import refresh
+
+    detail = "; ".join(f"candidate {c.k} ({c.experiment}): {c.error}" for c in failed)
+    run.apply(
+        t.TrainingFailed(
+            f"{len(failed)} of {len(run.flight.candidates or [])} candidates failed: {detail}"
+        )
+    )
+    run.save()
+    refresh(run)
+    logs = [run.paths.log(c.experiment) for c in failed]
+    if run.use_git:
+        commit(run, failed[0].experiment, extra=logs, quiet=True)
+    first = failed[0]
+    raise TrainerError(
+        f"{run.flight.experiment}: {run.flight.error} (attempt error, not a gate failure); "
+        f"fix the cause and run `{run.command()}` to train the failed candidates again "
+        f"(the others are kept); last lines of {run.rel(logs[0])}:\n"
+        f"{indent(runner.tail_text(run.paths.log(first.experiment), lines=8))}"
+    )
+
+
+# --------------------------------------------------------------------------- evaluation
+
+
+def evaluation_seed(experiment: str) -> int:
+    """The built-in evaluator's seed for ``experiment`` (as for an attempt without
+    candidates: from its name)."""
+    return int(hashlib.sha256(experiment.encode()).hexdigest()[:8], 16)
+
+
+def fresh_seed(run: Run) -> int:
+    """A seed none of the candidates' evaluations used: the fresh evaluation plays other
+    kickoffs than the one that chose it."""
+    used = {evaluation_seed(c.experiment) for c in run.flight.candidates or []}
+    seed = evaluation_seed(f"{run.flight.experiment}:fresh")
+    while seed in used:
+        seed += 1
+    return seed
+
+
+def evaluate_candidates(run: Run) -> None:
+    """``trained`` → ``evaluated``: every candidate evaluated, the best chosen, and its
+    fresh re-evaluation saved as the attempt's record."""
+    from cosmic_curriculum.curriculum.evaluation import evaluate_bot
+
+    for c in list(run.flight.candidates or []):
+        if c.phase != "trained":
+            continue
+        tags = {SELECTION_KEY: "candidate", CANDIDATE_KEY: c.k}
+        record = evaluate_bot(
+            run,
+            c.experiment,
+            since=c.started_at or run.flight.started_at,
+            seed=evaluation_seed(c.experiment),
+            tags=tags,
+            k=c.k,
+            history_before=c.history_before,
+        )
+        run.record(t.CandidateEvaluated(c.k, record), pause="evaluated")
+        run.reporter.info(f"{c.experiment}: score {t.record_score(record):.3f} (selection)")
+    if run.flight.chosen is None:
+        run.record(t.CandidateChosen())
+        best = candidate(run, run.flight.chosen or 0)
+        run.reporter.info(
+            f"{best.experiment}: the best of {len(run.flight.candidates or [])} candidates "
+            f"(score {best.score:.3f}); re-evaluating it with a fresh seed, which alone is "
+            "judged"
+        )
+    flight = run.flight
+    if flight.eval_id is not None and history.find(run.paths.history, flight.eval_id):
+        run.record(t.Evaluated(flight.eval_id), pause="evaluated")
+        return
+    chosen = candidate(run, flight.chosen or 0)
+    record = evaluate_bot(
+        run,
+        chosen.experiment,
+        since=chosen.started_at or flight.started_at,
+        seed=fresh_seed(run),
+        tags={SELECTION_KEY: "fresh", CANDIDATE_KEY: chosen.k},
+        k=None,
+        history_before=flight.history_before,
+    )
+    run.record(t.Evaluated(str(record["id"])), pause="evaluated")
+
+
+def own_candidate_record(
+    records: list[dict[str, Any]], experiment: str, selection: str, since: str
+) -> dict[str, Any] | None:
+    """A record of ``experiment`` with this ``selection`` written after ``since``."""
+    started = parse_time(since)
+    for record in reversed(records):
+        if (
+            record.get("curriculum_experiment") == experiment
+            and record.get(SELECTION_KEY) == selection
+            and "id" in record
+            and parse_time(str(record.get("created_at", ""))) >= started - 1
+        ):
+            return record
+    return None
