@@ -7,7 +7,6 @@ to start and every job a second or two.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -18,14 +17,13 @@ from pathlib import Path
 import pytest
 from fakes.workspace import (
     cli_env,
-    fake_env,
     make_workspace,
     read_state,
     run_argv,
     run_cli,
     trainer_runs,
 )
-from raycluster import free_port, local_ray_cluster
+from raycluster import free_port, local_ray_cluster, ray_workspace
 
 pytestmark = pytest.mark.slow
 
@@ -34,16 +32,6 @@ pytestmark = pytest.mark.slow
 def ray_address() -> Iterator[str]:
     with local_ray_cluster() as address:
         yield address
-
-
-def ray_workspace(path: Path, address: str, **script: object) -> Path:
-    ws = make_workspace(path, stages=["score", "defend"], trainer_script=script or None)
-    env = json.dumps(fake_env(ws))  # a job does not inherit the submitter's environment
-    table = "\n".join(f'{k} = "{v}"' for k, v in json.loads(env).items())
-    with open(ws / "stages.toml", "a") as fh:
-        fh.write(f'\n[launcher]\nkind = "ray"\naddress = "{address}"\nnum_gpus = 1\n')
-        fh.write(f"\n[launcher.env]\n{table}\n")
-    return ws
 
 
 def jobs(address: str) -> list[object]:
