@@ -22,6 +22,7 @@ from cosmic_curriculum.curriculum.resume import (
     check_exec_reference,
     reference_for,
     seed_source,
+    stopped_by_interrupt,
     uses_default_evaluator,
     validate_bot,
 )
@@ -55,7 +56,9 @@ def start(run: Run) -> None:
             run.reporter.warning(
                 f"stopped the trainer of {flight.experiment}{group} left running by an earlier run"
             )
-        elif found != "gone" and flight.phase == "training":
+        elif (
+            found != "gone" and flight.phase == "training" and not stopped_by_interrupt(run, found)
+        ):
             run.attached = found  # a cluster job: follow it instead of training again
         run.apply(t.Resumed())
     _preflight_git(run)
@@ -93,7 +96,9 @@ def _find_candidates(run: Run) -> None:
             run.reporter.warning(
                 f"stopped the trainer of {c.experiment}{group} left running by an earlier run"
             )
-        elif found != "gone" and flight.phase == "training":
+        elif (
+            found != "gone" and flight.phase == "training" and not stopped_by_interrupt(run, found)
+        ):
             run.attached_candidates[c.k] = found
     run.apply(t.Resumed())
 

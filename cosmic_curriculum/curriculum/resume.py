@@ -16,6 +16,7 @@ from cosmic_curriculum.config import ExecReference
 from cosmic_curriculum.curriculum.context import Run
 from cosmic_curriculum.curriculum.transitions import attempt_experiment
 from cosmic_curriculum.errors import BotError, ConfigError, StateError
+from cosmic_curriculum.launchers import Handle
 from cosmic_curriculum.layout import STATE_FILE
 from cosmic_curriculum.state import Attempt
 
@@ -154,3 +155,9 @@ def set_aside_stale(run: Run, experiment: str) -> None:
         f"{run.rel(directory)} held checkpoints of an earlier curriculum; moved them to "
         f"{run.rel(target)} so that {experiment} starts fresh"
     )
+
+
+def stopped_by_interrupt(run: Run, job: Handle) -> bool:
+    """A cluster job that an interrupted run stopped on its way out: its work starts again
+    (training from its last checkpoint), as after a local Ctrl-C, not an attempt error."""
+    return run.flight.interrupted and run.launcher.result(job) not in (None, 0)

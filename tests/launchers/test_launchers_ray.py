@@ -96,6 +96,13 @@ def test_sigint_stops_the_job_and_the_run_resumes(tmp_path: Path, ray_address: s
         if str(j.submission_id).startswith("cosmic-curric-") and str(ws) in str(j.entrypoint)
     ]
     assert mine and {str(getattr(j.status, "value", j.status)) for j in mine} == {"STOPPED"}
+    # Resuming trains the attempt again (the job we stopped is not an attempt error).
+    (ws.parent / f"{ws.name}-scripts" / "trainer.json").write_text("{}")
+    result = run_cli(ws)
+    assert result.returncode == 0, result.stderr
+    assert read_state(ws)["status"] == "done"
+    starts = [r["experiment"] for r in trainer_runs(ws) if r["event"] == "start"]
+    assert starts == ["curric-s1-score", "curric-s1-score", "curric-s2-defend"]
 
 
 def test_a_failing_job_is_an_attempt_error(tmp_path: Path, ray_address: str) -> None:
