@@ -55,6 +55,7 @@ from pydantic import (
     Field,
     Tag,
     ValidationError,
+    ValidationInfo,
     field_validator,
 )
 
@@ -223,6 +224,18 @@ class LauncherConfig(_Strict):
     memory: int | None = Field(None, gt=0)
     env: dict[str, Arg] = Field(default_factory=dict)
     max_parallel: int | None = Field(None, ge=1)
+    # The evaluation_command as a Ray Job too (the built-in evaluator always runs here).
+    evaluate_remote: bool = False
+
+    @field_validator("evaluate_remote")
+    @classmethod
+    def _remote_needs_ray(cls, value: bool, info: ValidationInfo) -> bool:
+        if value and info.data.get("kind") != "ray":
+            raise ValueError(
+                "evaluate_remote = true sends the evaluation_command to a Ray cluster: it "
+                'needs kind = "ray" (or set evaluate_remote = false)'
+            )
+        return value
 
     @field_validator("num_gpus", "num_cpus", mode="before")
     @classmethod
@@ -269,6 +282,19 @@ class CurriculumConfig(_Strict):
                 top = "eval_episodes" if key == "episodes" else key
                 raise ValueError(f"set '{top}' at the top level of the file, not in [gate]")
         GateSettings(**value)
+        return value
+
+    @field_validator("launcher")
+    @classmethod
+    def _remote_evaluation_needs_a_command(
+        cls, value: LauncherConfig, info: ValidationInfo
+    ) -> LauncherConfig:
+        if value.evaluate_remote and not info.data.get("evaluation_command"):
+            raise ValueError(
+                "evaluate_remote = true needs an evaluation_command: the built-in evaluator "
+                "always runs on this machine (it takes about a second); set one or remove "
+                "evaluate_remote"
+            )
         return value
 
     @field_validator("stages")

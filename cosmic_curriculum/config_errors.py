@@ -87,9 +87,11 @@ def _locate(text: str, loc: tuple[Any, ...]) -> int | None:
                     start = i
                     break
             parts = parts[1:]
-    elif parts and parts[0] in ("defaults", "gate", "launcher") and len(parts) > 1:
+    elif parts and parts[0] in ("defaults", "gate", "launcher"):
         for i, ln in enumerate(lines):
             if ln.strip() == f"[{parts[0]}]":
+                if len(parts) == 1:  # the table as a whole: its header
+                    return i + 1
                 start = i
                 break
         parts = parts[1:]

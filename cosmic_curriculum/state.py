@@ -72,6 +72,7 @@ class Candidate(BaseModel):
     last_progress: dict[str, Any] | None = None
     error: str | None = None  # why its last training failed
     history_before: int | None = None  # history length before its evaluation command ran
+    eval_launched_at: str | None = None  # evaluate_remote: its evaluation job's launch time
     eval_id: str | None = None  # its evaluation against the stage's reference
     score: float | None = None  # that evaluation's score (wins + draws / 2) / episodes
 
@@ -112,6 +113,7 @@ class Attempt(BaseModel):
     last_resume: str | None = None  # the --resume of the last launch
     last_progress: dict[str, Any] | None = None  # the trainer's last @progress record
     history_before: int | None = None  # history length before an evaluation command ran
+    eval_launched_at: str | None = None  # evaluate_remote: its evaluation job's launch time
     # `candidates = K > 1` only (a K = 1 attempt writes none of these): the K trainings,
     # and the k of the best-scoring one once all are evaluated. `experiment` then becomes
     # that candidate's, and `eval_id` its fresh re-evaluation, which alone is judged.

@@ -95,6 +95,17 @@ def test_unknown_preset(tmp_path: Path) -> None:
         (ONE_STAGE + "[stages.gate]\nalpha = 3\n", ["stages[0].gate", "alpha"]),
         ("x = [\n", ["not valid TOML"]),
         ("training_command = []\n" + ONE_STAGE, ["training_command"]),
+        (ONE_STAGE + '[launcher]\nkind = "slurm"\n', [":4:", "launcher.kind", "'local' or 'ray'"]),
+        (ONE_STAGE + "[launcher]\nnum_gpus = -1\n", [":4:", "launcher.num_gpus"]),
+        (ONE_STAGE + "[launcher]\nmax_parallel = 0\n", [":4:", "launcher.max_parallel"]),
+        (
+            ONE_STAGE + "[launcher]\nevaluate_remote = true\n",
+            [":4:", "launcher.evaluate_remote", 'needs kind = "ray"'],
+        ),
+        (
+            ONE_STAGE + '[launcher]\nkind = "ray"\nevaluate_remote = true\n',
+            [":3:", "needs an evaluation_command", "built-in evaluator"],
+        ),
     ],
 )
 def test_bad_configs_get_one_line_errors(tmp_path: Path, text: str, fragments: list[str]) -> None:

@@ -15,13 +15,17 @@ from typing import TYPE_CHECKING, Any
 from cosmic_curriculum import fsio, history, runner
 from cosmic_curriculum.curriculum import transitions as t
 from cosmic_curriculum.curriculum.context import Run
-from cosmic_curriculum.curriculum.resume import recorded_reference, reference_label
+from cosmic_curriculum.curriculum.resume import (
+    recorded_reference,
+    reference_label,
+    stopped_by_interrupt,
+)
 from cosmic_curriculum.curriculum.training import indent, parse_time, resolve_program
 from cosmic_curriculum.errors import BotError, EvaluationError
 from cosmic_curriculum.gate import GateSettings
-from cosmic_curriculum.launchers import LaunchSpec, watch
+from cosmic_curriculum.launchers import Handle, LaunchError, LaunchSpec, TrainerRecord, watch
 from cosmic_curriculum.launchers.local import LocalLauncher
-from cosmic_curriculum.state import Attempt, utc_now
+from cosmic_curriculum.state import Attempt, Candidate, utc_now
 
 if TYPE_CHECKING:
     from cosmic_curriculum.bots.external import ExecSpec
@@ -87,6 +91,41 @@ def _adopt(
         fsio.atomic_write_json(run.paths.history, records)
         record = records[-1]
     return record
+
+
+def _holder(run: Run, k: int | None) -> Attempt | Candidate:
+    """Where the state keeps the evaluation's launch: the attempt, or its candidate ``k``."""
+    if k is None:
+        return run.flight
+    from cosmic_curriculum.curriculum.candidates import candidate
+
+    return candidate(run, k)
+
+
+def _evaluation_launch_id(run: Run, experiment: str, k: int | None) -> str:
+    launched = _holder(run, k).eval_launched_at
+    assert launched is not None  # EvaluationStarted saved it before the submission
+    return run.paths.launch_id(f"{experiment}-evaluate", launched)
+
+
+def _remote_evaluation(run: Run, experiment: str, k: int | None) -> Handle | None:
+    """The evaluation job an earlier run submitted for ``experiment`` (its record not yet
+    in the history), to follow instead of evaluating twice; None when there is none."""
+    holder = _holder(run, k)
+    if holder.history_before is None or holder.eval_launched_at is None:
+        return None
+    record = TrainerRecord(
+        None,
+        None,
+        None,
+        run.paths.attempt_tag(experiment, "evaluate"),
+        _evaluation_launch_id(run, experiment, k),
+        str(run.paths.log(experiment)),
+    )
+    found = run.launcher.attach(record, run.opts.grace_seconds)
+    if isinstance(found, str) or stopped_by_interrupt(run, found):
+        return None  # "gone": killed before submitting; or our Ctrl-C stopped it
+    return found
 
 
 def evaluate_bot(
@@ -184,34 +223,51 @@ def _external_evaluation(
     tags: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     assert run.config.evaluation_command is not None
-    before = len(history.load(run.paths.history))
-    run.record(t.EvaluationStarted(before, k))
-    argv = [
-        *resolve_program(run, run.config.evaluation_command),
-        run.rel(candidate),
-        reference_label(run, reference),
-        "--episodes",
-        str(settings.episodes),
-        *(seed_args or []),
-    ]
+    remote = run.config.launcher.evaluate_remote
+    handle = _remote_evaluation(run, experiment, k) if remote else None
+    if handle is not None:
+        run.reporter.info(f"{experiment}: following its evaluation job, started by an earlier run")
+        before = _holder(run, k).history_before or 0
+        launcher = run.launcher
+    else:
+        before = len(history.load(run.paths.history))
+        run.record(t.EvaluationStarted(before, k, utc_now() if remote else None))
+        argv = [
+            *resolve_program(run, run.config.evaluation_command),
+            run.rel(candidate),
+            reference_label(run, reference),
+            "--episodes",
+            str(settings.episodes),
+            *(seed_args or []),
+        ]
+        log_path = run.paths.log(experiment)
+        with open(log_path, "ab") as log:
+            log.write(f"# {utc_now()} {shlex.join(argv)}\n".encode())
+        # Here the evaluator inherits the workspace lock like the trainer: if this run
+        # dies, a second run is refused until the orphaned evaluator has appended its
+        # record (which is then adopted), instead of evaluating the same bot twice at once.
+        # A remote one is a Ray Job, found again by its id, like a training.
+        launcher = run.launcher if remote else LocalLauncher()
+        spec = LaunchSpec(
+            argv=argv,
+            cwd=run.ws,
+            log_path=log_path,
+            pass_fds=run.lock_fds(),
+            tag=run.paths.attempt_tag(experiment, "evaluate"),
+            launch_id=_evaluation_launch_id(run, experiment, k) if remote else "",
+        )
+        try:
+            handle = launcher.start(spec)
+        except LaunchError as exc:
+            run.record(t.EvaluationFailed(f"evaluation job could not be submitted: {exc}", k))
+            raise EvaluationError(
+                f"{experiment}: the evaluation job could not be submitted ({exc}); fix it "
+                f"and run `{run.command()}` to evaluate again (training is kept)"
+            ) from None
     log_path = run.paths.log(experiment)
-    with open(log_path, "ab") as log:
-        log.write(f"# {utc_now()} {shlex.join(argv)}\n".encode())
-    # The evaluator inherits the workspace lock like the trainer: if this run dies, a
-    # second run is refused until the orphaned evaluator has appended its record
-    # (which is then adopted), instead of evaluating the same bot twice at once. It always
-    # runs here: the built-in evaluation is local, and so is its replacement.
-    local = LocalLauncher()
-    spec = LaunchSpec(
-        argv=argv,
-        cwd=run.ws,
-        log_path=log_path,
-        pass_fds=run.lock_fds(),
-        tag=run.paths.attempt_tag(experiment, "evaluate"),
-    )
     outcome = watch(
-        local,
-        local.start(spec),
+        launcher,
+        handle,
         timeout=run.opts.attempt_timeout,
         grace=run.opts.grace_seconds,
     )

@@ -96,10 +96,12 @@ class CandidateFailed:
 @dataclass(frozen=True)
 class EvaluationStarted:
     """An evaluation command is about to run; the history had ``history_before`` records.
-    ``k``: it evaluates candidate ``k`` (None: the attempt's own evaluation)."""
+    ``k``: it evaluates candidate ``k`` (None: the attempt's own evaluation). ``now``: the
+    launch time of a remote evaluation (``evaluate_remote``), which names its job."""
 
     history_before: int
     k: int | None = None
+    now: str | None = None
 
 
 @dataclass(frozen=True)

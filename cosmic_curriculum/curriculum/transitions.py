@@ -289,7 +289,7 @@ def _candidate_evaluated(
     c.phase = "evaluated"
     c.eval_id = str(e.record["id"])
     c.score = record_score(e.record)
-    c.history_before = None
+    c.history_before = c.eval_launched_at = None
     _flight(state).error = None
 
 
@@ -312,19 +312,16 @@ def _attempt_error(state: CurriculumState, problem: str) -> None:
 def _evaluation_started(
     state: CurriculumState, config: CurriculumConfig, e: EvaluationStarted
 ) -> None:
-    if e.k is None:
-        _flight(state).history_before = e.history_before
-    else:
-        _candidate(state, e.k, ("trained",)).history_before = e.history_before
+    holder = _flight(state) if e.k is None else _candidate(state, e.k, ("trained",))
+    holder.history_before = e.history_before
+    holder.eval_launched_at = e.now
 
 
 def _evaluation_failed(
     state: CurriculumState, config: CurriculumConfig, e: EvaluationFailed
 ) -> None:
-    if e.k is None:
-        _flight(state).history_before = None
-    else:
-        _candidate(state, e.k, ("trained",)).history_before = None
+    holder = _flight(state) if e.k is None else _candidate(state, e.k, ("trained",))
+    holder.history_before = holder.eval_launched_at = None
     _attempt_error(state, e.problem)
 
 

@@ -258,6 +258,13 @@ def test_attempt_bookkeeping(config: CurriculumConfig) -> None:
     assert started.in_flight is not None and started.in_flight.history_before == 5
     failed_eval = t.apply(started, config, EVENTS["EvaluationFailed"])
     assert failed_eval.in_flight is not None and failed_eval.in_flight.history_before is None
+    # A remote evaluation's launch time names its job; a failure forgets both.
+    remote = t.apply(state_in("trained"), config, t.EvaluationStarted(5, now="T1"))
+    assert remote.in_flight is not None and remote.in_flight.eval_launched_at == "T1"
+    assert started.in_flight.eval_launched_at is None  # a local one records none
+    failed_remote = t.apply(remote, config, EVENTS["EvaluationFailed"])
+    assert failed_remote.in_flight is not None
+    assert failed_remote.in_flight.eval_launched_at is None
 
 
 def test_the_outbox_keeps_unsent_notifications_once_each_and_empties_to_none(

@@ -7,6 +7,7 @@ to start and every job a second or two.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -163,3 +164,67 @@ def test_k3_candidates_on_4_gpus_kill_9_then_resume_follows_every_job(
         assert len(ids) == 1, (name, ids)  # one job per candidate: never a second
         assert (ws / "bots" / f"{name}.json").is_file()
         assert "fake trainer: " + name in (ws / "logs" / f"{name}.log").read_text()
+
+
+def remote_evaluation(ws: Path, **script: object) -> None:
+    """Send the workspace's evaluation command to the cluster too (its fake evaluator)."""
+    toml = ws / "stages.toml"
+    toml.write_text(
+        toml.read_text().replace("num_gpus = 1\n", "num_gpus = 1\nevaluate_remote = true\n")
+    )
+    (ws.parent / f"{ws.name}-scripts" / "eval.json").write_text(json.dumps(script))
+
+
+def evaluations(ws: Path) -> list[str]:
+    runs = ws / "fake_evals.jsonl"
+    lines = runs.read_text().splitlines() if runs.exists() else []
+    return [Path(json.loads(line)["candidate"]).stem for line in lines]
+
+
+def test_evaluate_remote_runs_the_evaluation_command_as_a_job_with_the_local_result(
+    tmp_path: Path, ray_address: str
+) -> None:
+    local = make_workspace(tmp_path / "local", stages=["score", "defend"])
+    remote = ray_workspace(tmp_path / "remote", ray_address)
+    remote_evaluation(remote)
+    for ws in (local, remote):
+        result = run_cli(ws)
+        assert result.returncode == 0, result.stderr
+    assert comparable(read_state(remote)) == comparable(read_state(local))
+    assert evaluations(remote) == ["curric-s1-score", "curric-s2-defend"]
+    ids = [
+        str(j.submission_id)
+        for j in jobs(ray_address)
+        if "-evaluate-" in str(j.submission_id) and str(remote) in str(j.entrypoint)
+    ]
+    assert len(ids) == 2 and all(i.startswith("cosmic-curric-s") for i in ids)
+    log = (remote / "logs" / "curric-s1-score.log").read_text()
+    assert "entrypoint for job cosmic-curric-s1-score-evaluate-" in log  # its output here
+
+
+def test_kill_9_during_a_remote_evaluation_then_resume_follows_the_same_job(
+    tmp_path: Path, ray_address: str
+) -> None:
+    ws = ray_workspace(tmp_path / "ws", ray_address)
+    remote_evaluation(ws, sleep=8)
+    run = subprocess.Popen(run_argv(ws), env=cli_env(ws), start_new_session=True)
+    deadline = time.monotonic() + 120
+    while not (read_state(ws).get("in_flight") or {}).get("eval_launched_at"):
+        assert time.monotonic() < deadline and run.poll() is None
+        time.sleep(0.2)
+    time.sleep(2)  # the job is submitted and running its 8 s
+    os.killpg(run.pid, signal.SIGKILL)  # the run dies; its evaluation job lives on
+    run.wait()
+    assert evaluations(ws) == []  # still evaluating
+    result = run_cli(ws)
+    assert result.returncode == 0, result.stderr
+    assert "curric-s1-score: following its evaluation job" in result.stdout
+    assert evaluations(ws) == ["curric-s1-score", "curric-s2-defend"]  # never twice
+    ids = [
+        str(j.submission_id)
+        for j in jobs(ray_address)
+        if str(j.submission_id).startswith("cosmic-curric-s1-score-evaluate-")
+        and str(ws) in str(j.entrypoint)
+    ]
+    assert len(ids) == 1
+    assert read_state(ws)["status"] == "done"
