@@ -53,25 +53,31 @@ class InitResult:
     already: bool
 
 
-def _write_rookie(ws: Path, notes: list[str]) -> bool:
-    target = ws / "bots" / "rookie.json"
+# The scripted bots every workspace gets (bots/<name>.json), and what to do without one.
+SCRIPTED_BOTS = {
+    "rookie": "put the stage-1 reference bot at bots/rookie.json (or set reference_bot in "
+    "stages.toml)",
+    "veteran": "copy bots/veteran.json from the project to play against the veteran",
+}
+
+
+def _write_scripted(ws: Path, name: str, notes: list[str]) -> bool:
+    """Write ``bots/<name>.json`` from the installed package (or the shipped file)."""
+    target = ws / "bots" / f"{name}.json"
     try:
         bots = importlib.import_module("cosmic_curriculum.bots")
     except ModuleNotFoundError:
         bots = None
-    rookie_document = getattr(bots, "rookie_document", None)
+    document = getattr(bots, f"{name}_document", None)
     save_bot = getattr(bots, "save_bot", None)
-    if rookie_document is not None and save_bot is not None:
-        save_bot(target, rookie_document())
+    if document is not None and save_bot is not None:
+        save_bot(target, document())
         return True
-    shipped = REPO_ROOT / "bots" / "rookie.json"
+    shipped = REPO_ROOT / "bots" / f"{name}.json"
     if shipped.is_file():
         shutil.copyfile(shipped, target)
         return True
-    notes.append(
-        "no rookie bot available in this installation: put the stage-1 reference bot at "
-        "bots/rookie.json (or set reference_bot in stages.toml)"
-    )
+    notes.append(f"no {name} bot available in this installation: {SCRIPTED_BOTS[name]}")
     return False
 
 
@@ -99,8 +105,10 @@ def init_workspace(path: Path, preset: str = "default") -> InitResult:
     if not (ws / "stages.toml").exists():
         atomic_write_text(ws / "stages.toml", source.read_text(encoding="utf-8"))
         created.append("stages.toml")
-    if not (ws / "bots" / "rookie.json").exists() and _write_rookie(ws, notes):
-        created.append("bots/rookie.json")
+    for name in SCRIPTED_BOTS:
+        bot = f"bots/{name}.json"
+        if not (ws / bot).exists() and _write_scripted(ws, name, notes):
+            created.append(bot)
     trainer = ws / "scripts" / "run_training.sh"
     shipped_trainer = DATA_DIR / "run_training.sh"
     if not trainer.exists():

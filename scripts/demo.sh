@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The main job: install, run the quick curriculum on the embedded Cosmic Clash arena in a
-# fresh workspace, then score the final bot against rookie over 200 seat-swapped episodes.
+# fresh workspace, then score the final bot against rookie and against veteran over 200
+# seat-swapped episodes each.
 # Usage: scripts/demo.sh [WORKSPACE]   (default: workspaces/quick-<timestamp>)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,6 +20,8 @@ state = json.load(open(sys.argv[1]))
 print([e for e in state["log"] if e["decision"] == "pass"][-1]["experiment"])
 PY
 )
-echo "final bot: $ws/bots/$final.json — 200 paired episodes against rookie:"
-"$cc" evaluate "$ws/bots/$final.json" "$ws/bots/rookie.json" --episodes 200 --seed 2026 \
-    --history "$ws/eval_history.json"
+for ref in rookie veteran; do
+    echo "final bot: $ws/bots/$final.json — 200 paired episodes against $ref:"
+    "$cc" evaluate "$ws/bots/$final.json" "$ws/bots/$ref.json" --episodes 200 --seed 2026 \
+        --history "$ws/eval_history.json"
+done

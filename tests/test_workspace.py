@@ -33,6 +33,7 @@ from cosmic_curriculum.workspace import (
 FILES = [
     "stages.toml",
     "bots/rookie.json",
+    "bots/veteran.json",
     "scripts/run_training.sh",
     STATE_FILE,
     "eval_history.json",

@@ -2,12 +2,12 @@
 
 A bot is an ``arena.policy.Policy`` (re-exported here as ``Bot``) that also records the
 ``game`` it was made for. Modules: ``mlp`` (numpy inference of exported weights),
-``scripted`` (the rookie), ``simple`` (inert and random), ``schema`` (the file format as
-pydantic models), ``format`` (build, load, save and hash bot files), ``specs`` (an
-opponent named on the command line, bot sources), ``external`` (programs speaking the
-``cosmic-bot/1`` protocol) and ``onnx_model`` (MLP bots as ONNX, imported only when an
-``.onnx`` file is met). Never imports torch; the arena never imports this
-package.
+``scripted`` (the rookie), ``veteran`` (the stronger scripted bot), ``simple`` (inert
+and random), ``schema`` (the file format as pydantic models), ``format`` (build, load,
+save and hash bot files), ``specs`` (an opponent named on the command line, bot
+sources), ``external`` (programs speaking the ``cosmic-bot/1`` protocol) and
+``onnx_model`` (MLP bots as ONNX, imported only when an ``.onnx`` file is met). Never
+imports torch; the arena never imports this package.
 """
 
 from cosmic_curriculum.arena.policy import Policy as Bot
@@ -21,6 +21,7 @@ from cosmic_curriculum.bots.format import (
     rookie_document,
     save_bot,
     simple_bot_document,
+    veteran_document,
 )
 from cosmic_curriculum.bots.mlp import ACTIVATIONS, Layer, MlpBot
 from cosmic_curriculum.bots.schema import BOT_FORMAT, BOT_VERSION, KINDS
@@ -39,6 +40,12 @@ from cosmic_curriculum.bots.specs import (
     source_name,
     source_sha256,
 )
+from cosmic_curriculum.bots.veteran import (
+    VETERAN_DECISION_TICKS,
+    VETERAN_PARAMS,
+    VeteranBot,
+    VeteranParams,
+)
 
 __all__ = [
     "ACTIVATIONS",
@@ -47,6 +54,8 @@ __all__ = [
     "KINDS",
     "ROOKIE_DECISION_TICKS",
     "ROOKIE_PARAMS",
+    "VETERAN_DECISION_TICKS",
+    "VETERAN_PARAMS",
     "Bot",
     "BotSource",
     "ExecSpec",
@@ -57,6 +66,8 @@ __all__ = [
     "RandomBot",
     "ScriptedBot",
     "ScriptedParams",
+    "VeteranBot",
+    "VeteranParams",
     "as_source",
     "bot_files",
     "bot_from_document",
@@ -71,4 +82,5 @@ __all__ = [
     "source_name",
     "source_sha256",
     "stops_bots",
+    "veteran_document",
 ]

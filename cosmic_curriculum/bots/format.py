@@ -29,6 +29,12 @@ from cosmic_curriculum.bots.schema import (
 )
 from cosmic_curriculum.bots.scripted import ROOKIE_DECISION_TICKS, ROOKIE_PARAMS, ScriptedBot
 from cosmic_curriculum.bots.simple import InertBot, RandomBot
+from cosmic_curriculum.bots.veteran import (
+    VETERAN_DECISION_TICKS,
+    VETERAN_PARAMS,
+    VeteranBot,
+    VeteranParams,
+)
 from cosmic_curriculum.errors import BotError
 
 
@@ -111,6 +117,19 @@ def rookie_document() -> dict[str, Any]:
     return _document("scripted", ROOKIE_DECISION_TICKS, GameSettings(), params, provenance, False)
 
 
+def veteran_document() -> dict[str, Any]:
+    """The JSON document of the veteran (bots/veteran.json must equal it)."""
+    provenance = {
+        "experiment": "veteran",
+        "timesteps": 0,
+        "git_commit": None,
+        "checkpoint_sha256": None,
+        "note": "hand-written scripted bot: intercepts the predicted orb and defends its goal",
+    }
+    params = {"params": VETERAN_PARAMS.model_dump()}
+    return _document("scripted", VETERAN_DECISION_TICKS, GameSettings(), params, provenance, False)
+
+
 def bot_from_document(doc: Any, source: str = "<document>") -> Bot:
     """Validate an in-memory bot document and build its bot (``BotError`` if invalid)."""
     valid = validate_document(doc, source)
@@ -119,6 +138,8 @@ def bot_from_document(doc: Any, source: str = "<document>") -> Bot:
         layers = [(layer.weights, layer.bias, layer.activation) for layer in net.layers]
         return MlpBot(layers, net.obs_mean, net.obs_std, valid.decision_ticks, valid.game)
     if isinstance(valid, ScriptedDocument):
+        if isinstance(valid.params, VeteranParams):
+            return VeteranBot(valid.params, valid.decision_ticks, valid.game)
         return ScriptedBot(valid.params, valid.decision_ticks, valid.game)
     simple = InertBot if valid.kind == "inert" else RandomBot
     return simple(valid.decision_ticks, valid.game)

@@ -12,6 +12,7 @@ Messages of the validators continue the name of what they check: a field validat
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any, Self
 
 import numpy as np
@@ -35,6 +36,7 @@ from cosmic_curriculum.arena.rules import ACT_SIZE
 from cosmic_curriculum.arena.settings import GameSettings
 from cosmic_curriculum.bots.mlp import ACTIVATIONS
 from cosmic_curriculum.bots.scripted import ScriptedParams
+from cosmic_curriculum.bots.veteran import VeteranParams
 from cosmic_curriculum.errors import BotError, describe_validation, dotted
 
 BOT_FORMAT = "cosmic-curriculum-bot"
@@ -74,7 +76,7 @@ def _one_of(allowed: tuple[str, ...], listed: str) -> BeforeValidator:
     return BeforeValidator(check)
 
 
-def _nested(what: str, value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+def _nested(what: str, value: Any, handler: Callable[[Any], Any]) -> Any:
     """Validate a nested model; its faults become one value error (``game settings
     invalid: tick=-1.0: ...``) instead of errors at locations inside it."""
     try:
@@ -151,12 +153,19 @@ class BotDocument(BotHeader):
 
 
 class ScriptedDocument(BotDocument):
-    params: ScriptedParams
+    """A hand-written bot: the rookie's params, or the veteran's (they carry
+    ``"strategy": "veteran"``; the rookie's have no such key, so its file never changed)."""
+
+    params: ScriptedParams | VeteranParams
 
     @field_validator("params", mode="wrap")
     @classmethod
     def _params(cls, value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
-        return _nested("invalid", value, handler)
+        if isinstance(value, ScriptedParams | VeteranParams):
+            return value
+        veteran = isinstance(value, dict) and "strategy" in value
+        model = VeteranParams if veteran else ScriptedParams
+        return _nested("invalid", value, model.model_validate)
 
 
 class LayerSpec(BaseModel):

@@ -1,6 +1,6 @@
-"""Opponents named on the command line: ``inert``, ``random``, ``rookie``, ``bot:<path>``,
-``exec:<command>``; and the bot *sources* of evaluate, replay and ladder (a bot file's
-path or an ``exec:`` program)."""
+"""Opponents named on the command line: ``inert``, ``random``, ``rookie``, ``veteran``,
+``bot:<path>``, ``exec:<command>``; and the bot *sources* of evaluate, replay and ladder
+(a bot file's path or an ``exec:`` program)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,13 @@ from pathlib import Path
 
 from cosmic_curriculum.arena.policy import Policy as Bot
 from cosmic_curriculum.bots.external import EXEC_PREFIX, ExecSpec, ExternalBot, parse_exec
-from cosmic_curriculum.bots.format import bot_from_document, bot_sha256, load_bot, rookie_document
+from cosmic_curriculum.bots.format import (
+    bot_from_document,
+    bot_sha256,
+    load_bot,
+    rookie_document,
+    veteran_document,
+)
 from cosmic_curriculum.bots.simple import InertBot, RandomBot
 from cosmic_curriculum.errors import BotError
 
@@ -19,21 +25,23 @@ BotSource = Path | ExecSpec
 
 def bot_from_spec(spec: str, decision_ticks: int = 16) -> Bot:
     """An opponent from a command-line spec: ``inert``, ``random``, ``rookie``,
-    ``bot:<path>`` or ``exec:<command>`` (``decision_ticks`` applies to inert and random;
-    the caller closes an external bot)."""
+    ``veteran``, ``bot:<path>`` or ``exec:<command>`` (``decision_ticks`` applies to inert
+    and random: the scripted bots keep their own; the caller closes an external bot)."""
     if spec == "inert":
         return InertBot(decision_ticks)
     if spec == "random":
         return RandomBot(decision_ticks)
     if spec == "rookie":
         return bot_from_document(rookie_document(), "rookie")
+    if spec == "veteran":
+        return bot_from_document(veteran_document(), "veteran")
     if spec.startswith("bot:") and len(spec) > 4:
         return load_bot(spec[4:])
     if spec.startswith(EXEC_PREFIX):
         return ExternalBot(parse_exec(spec))
     raise BotError(
-        f"opponent {spec!r} is not one of inert, random, rookie, bot:<path to a bot JSON>, "
-        "exec:<command>"
+        f"opponent {spec!r} is not one of inert, random, rookie, veteran, "
+        "bot:<path to a bot JSON>, exec:<command>"
     )
 
 

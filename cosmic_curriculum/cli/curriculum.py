@@ -165,7 +165,8 @@ def init_command(
     workspace: Annotated[Path, typer.Argument(help="Directory to create (empty or new).")],
     preset: Annotated[str, typer.Option(help="Curriculum preset: default or quick.")] = "default",
 ) -> None:
-    """Create a fresh workspace: stages.toml, rookie bot, training script, state, git."""
+    """Create a fresh workspace: stages.toml, rookie and veteran bots, training script,
+    state, git."""
 
     def go() -> None:
         from cosmic_curriculum.workspace import init_workspace

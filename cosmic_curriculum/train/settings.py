@@ -35,7 +35,7 @@ The self-play defaults are explained in :mod:`cosmic_curriculum.train.callbacks`
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -45,8 +45,8 @@ from cosmic_curriculum.layout import EXPERIMENT_RE, Layout
 if TYPE_CHECKING:
     from cosmic_curriculum.arena.settings import GameSettings
 
-OpponentMode = Literal["inert", "random", "rookie", "self_play", "bot"]
-OPPONENT_MODES: tuple[str, ...] = ("inert", "random", "rookie", "self_play", "bot")
+OpponentMode = Literal["inert", "random", "rookie", "veteran", "self_play", "bot"]
+OPPONENT_MODES: tuple[str, ...] = get_args(OpponentMode)
 
 
 class TrainSettings(BaseModel):
@@ -85,7 +85,8 @@ class TrainSettings(BaseModel):
     ent_coef: float = Field(0.0, ge=0.0, le=1.0, description="PPO entropy bonus coefficient.")
     opponent_mode: OpponentMode = Field(
         "self_play",
-        description="Opponent: inert, random, rookie, self_play or bot (needs --opponent-bot).",
+        description="Opponent: inert, random, rookie, veteran, self_play or bot (needs "
+        "--opponent-bot).",
     )
     opponent_bot: Path | None = Field(
         None, description="Bot JSON to train against (--opponent-mode bot)."

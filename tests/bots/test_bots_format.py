@@ -19,12 +19,14 @@ from cosmic_curriculum.bots import (
     MlpBot,
     RandomBot,
     ScriptedBot,
+    VeteranBot,
     bot_from_document,
     bot_sha256,
     load_bot,
     rookie_document,
     save_bot,
     simple_bot_document,
+    veteran_document,
 )
 from cosmic_curriculum.errors import BotError, CurriculumError
 
@@ -46,6 +48,9 @@ def test_round_trip_through_a_file(tmp_path: Path) -> None:
 
 def test_shipped_bots_load_and_rookie_json_equals_the_document() -> None:
     assert json.loads((REPO / "bots" / "rookie.json").read_text()) == rookie_document()
+    # regenerate with save_bot("bots/veteran.json", veteran_document()) after tuning it
+    assert json.loads((REPO / "bots" / "veteran.json").read_text()) == veteran_document()
+    assert isinstance(load_bot(REPO / "bots" / "veteran.json"), VeteranBot)
     for kind in ("inert", "random"):
         shipped = json.loads((REPO / "bots" / f"{kind}.json").read_text())
         assert shipped == simple_bot_document(kind)  # regenerate both if the game changes
@@ -182,6 +187,25 @@ def test_overflowing_numbers_are_refused(tmp_path: Path) -> None:
     doc["network"]["obs_mean"][0] = float("nan")
     with pytest.raises(BotError, match=r"<memory>: network.obs_mean contains NaN"):
         bot_from_document(doc, "<memory>")
+
+
+def test_bad_veteran_params(tmp_path: Path) -> None:
+    doc = veteran_document()
+    doc["params"]["lead_steps"] = 0
+    with pytest.raises(BotError, match=r"params invalid: lead_steps=0: .*greater than or equal"):
+        load_bot(write(tmp_path, doc))
+    doc = veteran_document()
+    doc["params"]["strategy"] = "expert"
+    with pytest.raises(BotError, match=r"params invalid: strategy='expert': .*'veteran'"):
+        load_bot(write(tmp_path, doc))
+    doc = veteran_document()
+    doc["params"]["reaction_delay"] = 1  # a rookie key among the veteran's
+    with pytest.raises(BotError, match=r"params invalid: unknown setting 'reaction_delay'"):
+        load_bot(write(tmp_path, doc))
+    doc = rookie_document()
+    doc["params"]["lead_horizon"] = 2.0  # a veteran key without the strategy: a rookie
+    with pytest.raises(BotError, match=r"params invalid: unknown setting 'lead_horizon'"):
+        load_bot(write(tmp_path, doc))
 
 
 def test_bad_scripted_params(tmp_path: Path) -> None:

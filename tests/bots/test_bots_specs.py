@@ -15,7 +15,8 @@ def test_bot_from_spec(tmp_path: Path) -> None:
     assert bot_from_spec("inert").kind == "inert"
     assert bot_from_spec("random", decision_ticks=4).decision_ticks == 4
     assert bot_from_spec("rookie").kind == "scripted"
+    assert bot_from_spec("veteran").kind == "scripted"
     path = write(tmp_path, mlp_doc())
     assert bot_from_spec(f"bot:{path}").kind == "mlp"
-    with pytest.raises(BotError, match="not one of inert, random, rookie"):
+    with pytest.raises(BotError, match="not one of inert, random, rookie, veteran"):
         bot_from_spec("self-play")

@@ -85,12 +85,17 @@ def test_planar_flags_keep_games_planar_during_training(tmp_path: Path, planar: 
 
 @pytest.mark.slow
 def test_opponent_modes_set_the_opponent(tmp_path: Path) -> None:
-    kinds = {}
-    for mode in ("inert", "random", "rookie"):
-        watch = Watch(at_start=lambda cb: env_of(cb).opponent.kind)
+    players = {}
+    for mode in ("inert", "random", "rookie", "veteran"):
+        watch = Watch(at_start=lambda cb: type(env_of(cb).opponent).__name__)
         train.train(tiny(tmp_path, name=mode, opponent_mode=mode, timesteps=256), [watch])
-        kinds[mode] = watch.started
-    assert kinds == {"inert": "inert", "random": "random", "rookie": "scripted"}
+        players[mode] = watch.started
+    assert players == {
+        "inert": "InertBot",
+        "random": "RandomBot",
+        "rookie": "ScriptedBot",
+        "veteran": "VeteranBot",
+    }
 
     bot_path = tmp_path / "bots" / "opp.json"
     bots.save_bot(bot_path, bots.simple_bot_document("random", decision_ticks=4))
