@@ -3,7 +3,9 @@
 Both run as fresh processes, interleaved in the same loop (so a busy machine slows both
 alike), on a workspace with a realistic state: four stages, eleven decided attempts, an
 evaluation history of eleven records. Prints the medians side by side and their ratio,
-plus what `python -c "import torch"` would have cost for comparison.
+plus, for scale, what importing pydantic and building one model costs (the least that
+validating the state and config with pydantic costs) and what `python -c "import torch"`
+would have cost.
 
     .venv/bin/python bench/bench_status.py [--repeats 15]
 """
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import shutil
 import statistics
@@ -67,6 +70,10 @@ def build_workspace(ws: Path) -> None:
     (ws / "eval_history.json").write_text(json.dumps(history, indent=2))
 
 
+# What validating with pydantic costs at the least: importing it and building one model.
+PYDANTIC_FLOOR = "from pydantic import BaseModel\nclass M(BaseModel):\n    x: int\nM(x=1)"
+
+
 def timed(argv: list[str]) -> float:
     t0 = time.perf_counter()
     subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -81,15 +88,22 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         ws = Path(tmp)
         build_workspace(ws)
-        status = [py, "-m", "cosmic_curriculum", "status", "--workspace", str(ws)]
+        # The installed command, as a user types it (`python -m` where there is none).
+        script = Path(py).with_name("cosmic-curriculum")
+        command = [str(script)] if script.is_file() else [py, "-m", "cosmic_curriculum"]
+        status = [*command, "status", "--workspace", str(ws)]
         status_json = [*status, "--json"]
         baseline = [py, "-c", "pass"]
-        subprocess.run(status, check=True, stdout=subprocess.DEVNULL)  # warm the caches
-        base_t, table_t, json_t = [], [], []
+        # Warm the caches, bytecode included: an installed package has its .pyc files, but
+        # PYTHONDONTWRITEBYTECODE (set on some machines) would make every run compile ours.
+        warm_env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        subprocess.run(status, check=True, stdout=subprocess.DEVNULL, env=warm_env)
+        base_t, table_t, json_t, floor_t = [], [], [], []
         for _ in range(args.repeats):
             base_t.append(timed(baseline))
             table_t.append(timed(status))
             json_t.append(timed(status_json))
+            floor_t.append(timed([py, "-c", PYDANTIC_FLOOR]))
         torch_t = [timed([py, "-c", "import torch"]) for _ in range(3)]
     base = statistics.median(base_t)
     print(
@@ -103,6 +117,8 @@ def main() -> None:
     ):
         med = statistics.median(series)
         print(f"{label:<34}{med * 1000:8.1f} ms {med / base:5.1f}x")
+    floor = statistics.median(floor_t)
+    print(f"{'(floor) pydantic + one model':<34}{floor * 1000:8.1f} ms {floor / base:5.1f}x")
     med_torch = statistics.median(torch_t)
     print(
         f"{'(for scale) python -c import torch':<34}"
