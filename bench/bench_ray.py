@@ -77,16 +77,18 @@ def main() -> int:
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--step-seconds", type=float, default=0.5)
     parser.add_argument("--quick", action="store_true", help="the real quick curriculum")
+    parser.add_argument("--keep", type=Path, help="--quick: leave the workspaces in this dir")
     args = parser.parse_args()
     if args.quick:
-        root = Path(tempfile.mkdtemp(prefix="bench-ray-quick-"))
+        root = args.keep or Path(tempfile.mkdtemp(prefix="bench-ray-quick-"))
         with local_ray_cluster() as address:
             t_local, t_ray, same = quick(root, address)
         print("quick preset, real PPO trainer, 4 stages")
         print(f"local launcher: {t_local:7.1f} s")
         print(f"ray launcher:   {t_ray:7.1f} s   (same decisions: {same})")
         print(f"ratio ray/local: {t_ray / t_local:.3f}")
-        shutil.rmtree(root, ignore_errors=True)
+        if args.keep is None:
+            shutil.rmtree(root, ignore_errors=True)
         return 0
     names = [f"s{i}" for i in range(args.stages)]
     script = {"*": {"steps": args.steps, "step_seconds": args.step_seconds}}
