@@ -99,14 +99,6 @@ class ConsoleReporter(Reporter):
         self._print(f"[yellow]warning:[/yellow] {_escape(message)}")
 
     def attempt_started(self, attempt: Any, argv: list[str], log_path: Path) -> None:
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeRemainingColumn,
-        )
-
         resume = argv[argv.index("--resume") + 1] if "--resume" in argv else "fresh"
         self._print(
             f"[bold]{_escape(attempt.experiment)}[/bold]: training "
@@ -118,17 +110,7 @@ class ConsoleReporter(Reporter):
         if self.plain:
             return
         try:
-            self._progress = Progress(
-                TextColumn("{task.description}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TextColumn("{task.fields[rate]}"),
-                TimeRemainingColumn(),
-                TextColumn("{task.fields[reward]}"),
-                console=self.console,
-                transient=False,
-            )
-            self._progress.start()
+            self._progress = self._new_progress()
             self._task = self._progress.add_task(
                 attempt.experiment, total=attempt.timesteps or None, rate="", reward=""
             )
@@ -160,6 +142,29 @@ class ConsoleReporter(Reporter):
         except (OSError, ValueError):
             self._progress = None
 
+    def _new_progress(self) -> Any:
+        """A started bar display: one line per training (steps, rate, ETA, reward)."""
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
+        )
+
+        progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[rate]}"),
+            TimeRemainingColumn(),
+            TextColumn("{task.fields[reward]}"),
+            console=self.console,
+            transient=False,
+        )
+        progress.start()
+        return progress
+
     def _stop_progress(self) -> None:
         if self._progress is not None:
             with contextlib.suppress(OSError, ValueError):
@@ -170,14 +175,6 @@ class ConsoleReporter(Reporter):
     def candidate_started(
         self, attempt: Any, candidate: Any, argv: list[str], log_path: Path
     ) -> None:
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeRemainingColumn,
-        )
-
         resume = argv[argv.index("--resume") + 1] if "--resume" in argv else "fresh"
         self._print(
             f"[bold]{_escape(candidate.experiment)}[/bold]: training candidate "
@@ -190,17 +187,7 @@ class ConsoleReporter(Reporter):
         try:
             if not self._candidate_tasks:  # the first candidate: one bar per candidate
                 self._stop_progress()
-                self._progress = Progress(
-                    TextColumn("{task.description}"),
-                    BarColumn(),
-                    MofNCompleteColumn(),
-                    TextColumn("{task.fields[rate]}"),
-                    TimeRemainingColumn(),
-                    TextColumn("{task.fields[reward]}"),
-                    console=self.console,
-                    transient=False,
-                )
-                self._progress.start()
+                self._progress = self._new_progress()
             if self._progress is not None and candidate.k not in self._candidate_tasks:
                 self._candidate_tasks[candidate.k] = self._progress.add_task(
                     candidate.experiment, total=attempt.timesteps or None, rate="", reward=""

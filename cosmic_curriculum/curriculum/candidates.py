@@ -19,7 +19,6 @@ fresh evaluation is not. Both records stay in the history.
 from __future__ import annotations
 
 import hashlib
-import shlex
 from pathlib import Path
 from typing import Any
 
@@ -30,12 +29,13 @@ from cosmic_curriculum.curriculum.training import (
     artefacts_fresh,
     check_experiment_artefacts,
     indent,
+    logged_spec,
     outcome_problem,
     parse_time,
     training_argv,
 )
 from cosmic_curriculum.errors import TrainerError
-from cosmic_curriculum.launchers import Handle, LaunchError, LaunchSpec, RunOutcome, watch_many
+from cosmic_curriculum.launchers import Handle, LaunchError, RunOutcome, watch_many
 from cosmic_curriculum.launchers.local import start_problem
 from cosmic_curriculum.state import Candidate, utc_now
 
@@ -93,20 +93,16 @@ def _launch(run: Run, k: int) -> Handle | None:
     step = run.paths.latest_step(c.experiment)
     resume = run.rel(step) if step is not None else run.flight.resume_from
     argv = training_argv(run, run.flight, resume, experiment=c.experiment, seed=c.seed)
-    log_path = run.paths.log(c.experiment)
-    log_path.parent.mkdir(parents=True, exist_ok=True)
     run.record(t.CandidateLaunched(k, resume=resume, now=utc_now()), pause="launch")
     c = candidate(run, k)
-    with open(log_path, "ab") as log:
-        log.write(f"# {utc_now()} {shlex.join(argv)}\n".encode())
-    spec = LaunchSpec(
-        argv=argv,
-        cwd=run.ws,
-        log_path=log_path,
-        pass_fds=run.lock_fds(),
+    spec = logged_spec(
+        run,
+        c.experiment,
+        argv,
         tag=run.paths.attempt_tag(c.experiment),
         launch_id=run.paths.launch_id(c.experiment, c.started_at or run.flight.started_at),
     )
+    log_path = spec.log_path
     try:
         handle = run.launcher.start(spec)
     except LaunchError as exc:

@@ -8,7 +8,6 @@ this attempt already wrote (before a crash) is adopted instead of evaluating aga
 from __future__ import annotations
 
 import hashlib
-import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,10 +19,15 @@ from cosmic_curriculum.curriculum.resume import (
     reference_label,
     stopped_by_interrupt,
 )
-from cosmic_curriculum.curriculum.training import indent, parse_time, resolve_program
+from cosmic_curriculum.curriculum.training import (
+    indent,
+    logged_spec,
+    parse_time,
+    resolve_program,
+)
 from cosmic_curriculum.errors import BotError, EvaluationError
 from cosmic_curriculum.gate import GateSettings
-from cosmic_curriculum.launchers import Handle, LaunchError, LaunchSpec, TrainerRecord, watch
+from cosmic_curriculum.launchers import Handle, LaunchError, TrainerRecord, watch
 from cosmic_curriculum.launchers.local import LocalLauncher
 from cosmic_curriculum.state import Attempt, Candidate, utc_now
 
@@ -240,19 +244,15 @@ def _external_evaluation(
             str(settings.episodes),
             *(seed_args or []),
         ]
-        log_path = run.paths.log(experiment)
-        with open(log_path, "ab") as log:
-            log.write(f"# {utc_now()} {shlex.join(argv)}\n".encode())
         # Here the evaluator inherits the workspace lock like the trainer: if this run
         # dies, a second run is refused until the orphaned evaluator has appended its
         # record (which is then adopted), instead of evaluating the same bot twice at once.
         # A remote one is a Ray Job, found again by its id, like a training.
         launcher = run.launcher if remote else LocalLauncher()
-        spec = LaunchSpec(
-            argv=argv,
-            cwd=run.ws,
-            log_path=log_path,
-            pass_fds=run.lock_fds(),
+        spec = logged_spec(
+            run,
+            experiment,
+            argv,
             tag=run.paths.attempt_tag(experiment, "evaluate"),
             launch_id=_evaluation_launch_id(run, experiment, k) if remote else "",
         )

@@ -117,19 +117,15 @@ def _launch(run: Run, flight: Attempt) -> Handle:
     step = run.paths.latest_step(flight.experiment)
     resume = run.rel(step) if step is not None else flight.resume_from
     argv = training_argv(run, flight, resume)
-    log_path = run.paths.log(flight.experiment)
-    log_path.parent.mkdir(parents=True, exist_ok=True)
     run.record(t.TrainingLaunched(resume=resume, now=utc_now()), pause="launch")
-    with open(log_path, "ab") as log:
-        log.write(f"# {utc_now()} {shlex.join(argv)}\n".encode())
-    spec = LaunchSpec(
-        argv=argv,
-        cwd=run.ws,
-        log_path=log_path,
-        pass_fds=run.lock_fds(),
+    spec = logged_spec(
+        run,
+        flight.experiment,
+        argv,
         tag=run.paths.attempt_tag(flight.experiment),
         launch_id=run.paths.launch_id(flight.experiment, run.flight.started_at),
     )
+    log_path = spec.log_path
     try:
         handle = run.launcher.start(spec)
     except LaunchError as exc:
@@ -151,6 +147,25 @@ def _launch(run: Run, flight: Attempt) -> Handle:
         run.launcher.stop(handle, run.opts.grace_seconds)
         raise
     return handle
+
+
+def logged_spec(
+    run: Run, experiment: str, argv: list[str], *, tag: str, launch_id: str = ""
+) -> LaunchSpec:
+    """The launch of ``argv`` in the workspace, its output going to ``experiment``'s log,
+    where its command line and the time head it."""
+    log_path = run.paths.log(experiment)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "ab") as log:
+        log.write(f"# {utc_now()} {shlex.join(argv)}\n".encode())
+    return LaunchSpec(
+        argv=argv,
+        cwd=run.ws,
+        log_path=log_path,
+        pass_fds=run.lock_fds(),
+        tag=tag,
+        launch_id=launch_id,
+    )
 
 
 def _adopt_orphans_result(run: Run, flight: Attempt) -> bool:
