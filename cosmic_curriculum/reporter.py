@@ -127,13 +127,18 @@ class ConsoleReporter(Reporter):
             final = progress.get("timesteps", 0) >= progress.get("total", 0) > 0
             self._plain_progress(text, final)
             return
-        if self._progress is None:
+        self._update_bar(self._task, progress)
+
+    def _update_bar(self, task: Any, progress: dict[str, Any]) -> None:
+        """Move a training's bar to its ``@progress`` record (gone for good on a dead
+        terminal)."""
+        if self._progress is None or task is None:
             return
         fps = progress.get("fps")
         reward = progress.get("reward")
         try:
             self._progress.update(
-                self._task,
+                task,
                 completed=progress["timesteps"],
                 total=progress.get("total") or None,
                 rate=f"{fps:,.0f} steps/s" if fps is not None else "",
@@ -207,20 +212,7 @@ class ConsoleReporter(Reporter):
                 self._print(f"{candidate.experiment}: {progress_text(progress)}", markup=False)
             return
         task = self._candidate_tasks.get(candidate.k)
-        if self._progress is None or task is None:
-            return
-        fps = progress.get("fps")
-        reward = progress.get("reward")
-        try:
-            self._progress.update(
-                task,
-                completed=progress["timesteps"],
-                total=progress.get("total") or None,
-                rate=f"{fps:,.0f} steps/s" if fps is not None else "",
-                reward=f"reward {reward:+.3f}" if reward is not None else "",
-            )
-        except (OSError, ValueError):
-            self._progress = None
+        self._update_bar(task, progress)
 
     def candidate_finished(self, attempt: Any, candidate: Any) -> None:
         how = "trained" if candidate.phase == "trained" else f"failed: {candidate.error}"

@@ -27,6 +27,7 @@ from cosmic_curriculum.curriculum.resume import (
     validate_bot,
 )
 from cosmic_curriculum.errors import BlockedError, ConfigError, CurriculumError, LockError
+from cosmic_curriculum.launchers import Handle, TrainerRecord
 from cosmic_curriculum.launchers.local import start_problem
 from cosmic_curriculum.layout import experiment_name
 from cosmic_curriculum.state import (
@@ -50,16 +51,7 @@ def start(run: Run) -> None:
         _find_candidates(run)
     # A trainer of an earlier run: recorded, or started but killed before it was recorded.
     elif flight is not None and (flight.pgid is not None or flight.phase == "training"):
-        found = run.launcher.attach(run.trainer_record(), run.opts.grace_seconds)
-        if found == "stopped":
-            group = f" (process group {flight.pgid})" if flight.pgid is not None else ""
-            run.reporter.warning(
-                f"stopped the trainer of {flight.experiment}{group} left running by an earlier run"
-            )
-        elif (
-            found != "gone" and flight.phase == "training" and not stopped_by_interrupt(run, found)
-        ):
-            run.attached = found  # a cluster job: follow it instead of training again
+        run.attached = _earlier_training(run, run.trainer_record(), flight.experiment, flight.pgid)
         run.apply(t.Resumed())
     _preflight_git(run)
     check_stage_range(run.state, len(run.config.stages), run.paths.state)
@@ -90,17 +82,27 @@ def _find_candidates(run: Run) -> None:
     for c in flight.candidates or []:
         if c.phase != "training" or not (c.launched or c.pgid is not None):
             continue
-        found = run.launcher.attach(run.candidate_record(c), run.opts.grace_seconds)
-        if found == "stopped":
-            group = f" (process group {c.pgid})" if c.pgid is not None else ""
-            run.reporter.warning(
-                f"stopped the trainer of {c.experiment}{group} left running by an earlier run"
-            )
-        elif (
-            found != "gone" and flight.phase == "training" and not stopped_by_interrupt(run, found)
-        ):
+        found = _earlier_training(run, run.candidate_record(c), c.experiment, c.pgid)
+        if found is not None:
             run.attached_candidates[c.k] = found
     run.apply(t.Resumed())
+
+
+def _earlier_training(
+    run: Run, record: TrainerRecord, experiment: str, pgid: int | None
+) -> Handle | None:
+    """A training an earlier run started: a local group still ours is stopped (with a
+    warning); a cluster job is returned, to follow instead of training again. None when
+    there is nothing to follow (gone, or a job our own Ctrl-C stopped)."""
+    found = run.launcher.attach(record, run.opts.grace_seconds)
+    if found == "stopped":
+        group = f" (process group {pgid})" if pgid is not None else ""
+        run.reporter.warning(
+            f"stopped the trainer of {experiment}{group} left running by an earlier run"
+        )
+    if isinstance(found, str) or run.flight.phase != "training":
+        return None
+    return None if stopped_by_interrupt(run, found) else found
 
 
 def explain_lock(run: Run, message: str) -> str:
