@@ -2,8 +2,10 @@
 
 Both run as fresh processes, interleaved in the same loop (so a busy machine slows both
 alike), on a workspace with a realistic state: four stages, eleven decided attempts, an
-evaluation history of eleven records. Prints the medians side by side and their ratio,
-plus, for scale, what importing pydantic and building one model costs (the least that
+evaluation history of eleven records. Prints the medians side by side and their ratio:
+`status` as a user meets it from the second call on (its cache of the validated files
+hit), and with the cache off (every call validates stages.toml and the state with
+pydantic, as the first call after a change does). Plus, for scale, what importing pydantic and building one model costs (the least that
 validating the state and config with pydantic costs) and what `python -c "import torch"`
 would have cost.
 
@@ -74,9 +76,9 @@ def build_workspace(ws: Path) -> None:
 PYDANTIC_FLOOR = "from pydantic import BaseModel\nclass M(BaseModel):\n    x: int\nM(x=1)"
 
 
-def timed(argv: list[str]) -> float:
+def timed(argv: list[str], env: dict[str, str] | None = None) -> float:
     t0 = time.perf_counter()
-    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     return time.perf_counter() - t0
 
 
@@ -86,8 +88,11 @@ def main() -> None:
     args = parser.parse_args()
     py = sys.executable
     with tempfile.TemporaryDirectory() as tmp:
-        ws = Path(tmp)
+        ws = Path(tmp) / "ws"
+        ws.mkdir()
         build_workspace(ws)
+        os.environ["XDG_CACHE_HOME"] = str(Path(tmp) / "cache")  # status's cache: ours
+        no_cache = {**os.environ, "COSMIC_CURRICULUM_NO_STATUS_CACHE": "1"}
         # The installed command, as a user types it (`python -m` where there is none).
         script = Path(py).with_name("cosmic-curriculum")
         command = [str(script)] if script.is_file() else [py, "-m", "cosmic_curriculum"]
@@ -98,11 +103,12 @@ def main() -> None:
         # PYTHONDONTWRITEBYTECODE (set on some machines) would make every run compile ours.
         warm_env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         subprocess.run(status, check=True, stdout=subprocess.DEVNULL, env=warm_env)
-        base_t, table_t, json_t, floor_t = [], [], [], []
+        base_t, table_t, json_t, cold_t, floor_t = [], [], [], [], []
         for _ in range(args.repeats):
             base_t.append(timed(baseline))
             table_t.append(timed(status))
             json_t.append(timed(status_json))
+            cold_t.append(timed(status, no_cache))
             floor_t.append(timed([py, "-c", PYDANTIC_FLOOR]))
         torch_t = [timed([py, "-c", "import torch"]) for _ in range(3)]
     base = statistics.median(base_t)
@@ -114,6 +120,7 @@ def main() -> None:
     for label, series in (
         ("cosmic-curriculum status", table_t),
         ("cosmic-curriculum status --json", json_t),
+        ("status, cache off (validating)", cold_t),
     ):
         med = statistics.median(series)
         print(f"{label:<34}{med * 1000:8.1f} ms {med / base:5.1f}x")

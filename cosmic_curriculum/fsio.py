@@ -13,7 +13,6 @@ import contextlib
 import errno
 import json
 import os
-import secrets
 import stat
 import time
 from pathlib import Path
@@ -63,6 +62,8 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Replace ``path`` with ``data`` atomically; on any error the old file is untouched."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    import secrets  # here, not at the top: `status` reads through this module
+
     tmp = path.with_name(f".{path.name}{TEMP_MARKER}{os.getpid()}-{secrets.token_hex(4)}")
     try:
         with open(tmp, "wb") as fh:

@@ -8,7 +8,6 @@ are. Every write is atomic, so a crash leaves the old or the new list, never a t
 
 from __future__ import annotations
 
-import secrets
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,8 @@ def utc_now() -> str:
 
 def new_record_id() -> str:
     """Sortable by time, unique without coordination."""
+    import secrets  # here, not at the top: `status` reads through this module
+
     return f"ev-{datetime.now(UTC).strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(3)}"
 
 

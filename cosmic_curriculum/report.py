@@ -6,22 +6,20 @@ stable-baselines3, no GitPython, no curriculum loop.
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cosmic_curriculum import history
-from cosmic_curriculum.config import CurriculumConfig, load_config
 from cosmic_curriculum.errors import ConfigError, CurriculumError
 from cosmic_curriculum.layout import HISTORY_FILE, STATE_FILE
-from cosmic_curriculum.state import (
-    LogEntry,
-    check_nothing_lost,
-    check_stage_range,
-    load_state,
-)
+
+if TYPE_CHECKING:  # the models import pydantic: `status` loads them only on a cache miss
+    from cosmic_curriculum.config import CurriculumConfig
+    from cosmic_curriculum.state import LogEntry
 
 RUN = "cosmic-curriculum run"
 # Rows past the configured stages come from the state alone, and a hand-edited state can
@@ -84,7 +82,11 @@ def latest_progress(log_path: Path) -> dict[str, Any] | None:
 
 
 def status_data(workspace: Path, config_path: Path | None = None) -> dict[str, Any]:
-    """Everything `status` shows, as JSON-ready data."""
+    """Everything `status` shows, as JSON-ready data: the facts stored from the validated
+    files (cached while those files stay the same), then what the in-flight attempt's log
+    and the live run say now."""
+    from cosmic_curriculum import status_cache
+
     ws = Path(workspace).resolve()
     cfg_path = Path(config_path) if config_path else ws / "stages.toml"
     if not (ws / STATE_FILE).is_file() and not cfg_path.is_file():
@@ -92,6 +94,22 @@ def status_data(workspace: Path, config_path: Path | None = None) -> dict[str, A
             f"--workspace {ws}: not a cosmic-curriculum workspace (no {STATE_FILE}, no "
             f"{cfg_path.name}); create one with `cosmic-curriculum init {ws}`"
         )
+    key = status_cache.inputs_key(ws, cfg_path)
+    data = status_cache.lookup(ws, key) if key else None
+    if data is None:
+        data = stored_facts(ws, cfg_path)
+        if key:
+            logs = [row["experiment"] for stage in data["stages"] for row in stage["trend"]]
+            status_cache.store(ws, cfg_path, key, data, logs)
+    return add_live_facts(add_flight_facts(data, ws), ws)
+
+
+def stored_facts(ws: Path, cfg_path: Path) -> dict[str, Any]:
+    """What `status` derives from stages.toml, the state, the history and the decided
+    attempts' logs (validated with the pydantic models), as JSON would give it back."""
+    from cosmic_curriculum.config import load_config
+    from cosmic_curriculum.state import check_nothing_lost, check_stage_range, load_state
+
     check_nothing_lost(ws)
     state = load_state(ws / STATE_FILE)
     config: CurriculumConfig | None = None
@@ -129,8 +147,9 @@ def status_data(workspace: Path, config_path: Path | None = None) -> dict[str, A
             stage_status = state.status if state.status == "blocked" else "current"
         else:
             stage_status = "pending"
-        flying = state.in_flight if state.in_flight and state.in_flight.stage_index == i else None
-        trend = stage_trend(state.stage_log(i), by_id, ws / "logs", flying)
+        trend = stage_trend(state.stage_log(i), by_id, ws / "logs")
+        for row in attempts:
+            row["interval"] = decision_interval(by_id.get(row["eval_id"] or ""), row["summary"])
         stages.append(
             {"index": i, "name": name, "status": stage_status, "attempts": attempts, "trend": trend}
         )
@@ -147,10 +166,6 @@ def status_data(workspace: Path, config_path: Path | None = None) -> dict[str, A
             "error": flight.error,
             "last_progress": flight.last_progress,
         }
-        if flight.phase == "training" and not flight.candidates:
-            live = latest_progress(ws / "logs" / f"{flight.experiment}.log")
-            if live is not None:
-                in_flight["last_progress"] = live
         if flight.candidates:
             in_flight["chosen"] = flight.chosen
             in_flight["candidates"] = [
@@ -162,12 +177,7 @@ def status_data(workspace: Path, config_path: Path | None = None) -> dict[str, A
                     "score": c.score,
                     "chosen": c.k == flight.chosen,
                     "error": c.error,
-                    "last_progress": (
-                        latest_progress(ws / "logs" / f"{c.experiment}.log")
-                        if c.phase == "training"
-                        else None
-                    )
-                    or c.last_progress,
+                    "last_progress": c.last_progress,
                 }
                 for c in flight.candidates
             ]
@@ -218,7 +228,8 @@ def status_data(workspace: Path, config_path: Path | None = None) -> dict[str, A
         "config_loaded": config is not None,
         "next": next_step,
     }
-    return add_live_facts(data, ws)
+    result: dict[str, Any] = json.loads(json.dumps(data))  # the same, cached or not
+    return result
 
 
 _SUMMARY_INTERVAL = re.compile(r"gap (\S+ ± \S+), Elo (\S+ ± \S+)")
@@ -245,15 +256,39 @@ def decision_interval(record: dict[str, Any] | None, summary: str | None) -> str
     return f"gap {found[1]}, Elo {found[2]}" if found else None
 
 
+def add_flight_facts(data: dict[str, Any], ws: Path) -> dict[str, Any]:
+    """What the attempt in flight is doing now, from its trainer's log (it grows while the
+    attempt trains, so it is never cached): its row at the end of its stage's trend, and
+    the last progress line of its training (or of each training candidate's)."""
+    from cosmic_curriculum.trends import flight_trend
+
+    flight = data["in_flight"]
+    if flight is None:
+        return data
+    logs = ws / "logs"
+    for stage in data["stages"]:
+        if stage["index"] == flight["stage_index"]:
+            stage["trend"].append(flight_trend(flight["experiment"], flight["attempt"], logs))
+            stage["trend"][-1]["phase"] = flight["phase"]
+            stage["trend"][-1]["score_change"] = None  # undecided: no score yet
+    if flight["phase"] == "training" and not flight.get("candidates"):
+        flight["last_progress"] = (
+            latest_progress(logs / f"{flight['experiment']}.log") or flight["last_progress"]
+        )
+    for candidate in flight.get("candidates") or []:
+        if candidate["phase"] == "training":
+            candidate["last_progress"] = (
+                latest_progress(logs / f"{candidate['experiment']}.log")
+                or candidate["last_progress"]
+            )
+    return data
+
+
 def add_live_facts(data: dict[str, Any], ws: Path) -> dict[str, Any]:
-    """Each decision's interval and the live run (if one holds the workspace) added to
-    :func:`status_data`'s facts; while a run is live there is nothing to run next."""
+    """The live run (if one holds the workspace) added to :func:`status_data`'s facts;
+    while a run is live there is nothing to run next."""
     from cosmic_curriculum.live import live_run
 
-    records = {r.get("id"): r for r in history.load(ws / HISTORY_FILE) if isinstance(r, dict)}
-    for stage in data["stages"]:
-        for row in stage["attempts"]:
-            row["interval"] = decision_interval(records.get(row["eval_id"]), row["summary"])
     live = live_run(ws, data["in_flight"])
     data["live"] = live
     if live is not None and not data["config_error"]:

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cosmic_curriculum.report import latest_progress
-from cosmic_curriculum.state import Attempt, LogEntry
+
+if TYPE_CHECKING:  # pydantic models: a cached `status` never imports them
+    from cosmic_curriculum.state import LogEntry
 
 HEADER_BYTES = 4096
 PROGRESS_FIELDS = ("timesteps", "total", "fps", "reward", "win_rate")
@@ -89,14 +91,16 @@ def attempt_trend(
     }
 
 
+def flight_trend(experiment: str, attempt: int, logs: Path) -> dict[str, Any]:
+    """The row of the attempt in flight (undecided: no score), from its log alone."""
+    return attempt_trend(experiment, attempt, logs, None, None, None, None)
+
+
 def stage_trend(
-    entries: list[LogEntry],
-    records: dict[str, dict[str, Any]],
-    logs: Path,
-    flight: Attempt | None,
+    entries: list[LogEntry], records: dict[str, dict[str, Any]], logs: Path
 ) -> list[dict[str, Any]]:
-    """The attempts of one stage in order (the one in flight last, undecided), each with
-    ``score_change``: its score minus the previous scored attempt's."""
+    """The decided attempts of one stage in order, each with ``score_change``: its score
+    minus the previous scored attempt's (`status` adds the one in flight after them)."""
     rows = [
         attempt_trend(
             e.experiment,
@@ -110,9 +114,6 @@ def stage_trend(
         for e in entries
         if e.override is None
     ]
-    if flight is not None and flight.phase != "committed":
-        rows.append(attempt_trend(flight.experiment, flight.attempt, logs, None, None, None, None))
-        rows[-1]["phase"] = flight.phase
     previous: float | None = None
     for row in rows:
         score = row["score"]

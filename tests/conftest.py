@@ -10,6 +10,17 @@ from gitutil import init_repo
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.fixture(autouse=True)
+def status_cache_home(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    """Each test's own cache directory (`status` caches there): none in the user's home,
+    and no test sees another's cached status."""
+    home = tmp_path_factory.mktemp("cache")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home))
+    return home
+
+
 @pytest.fixture
 def repo_root() -> Path:
     return REPO_ROOT
