@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -19,6 +20,17 @@ from contextlib import contextmanager
 from pathlib import Path
 
 RAY = Path(sys.executable).with_name("ray")
+
+
+def can_hide() -> bool:
+    """Whether :func:`local_ray_cluster` can hide a directory (``unshare --mount`` works:
+    root, or user namespaces)."""
+    if shutil.which("unshare") is None:
+        return False
+    probe = subprocess.run(
+        ["unshare", "--mount", "--propagation", "private", "true"], capture_output=True
+    )
+    return probe.returncode == 0
 
 
 def free_port() -> int:

@@ -1,8 +1,10 @@
 """The Ray launcher against a real one-node Ray cluster that this module starts (and stops).
 
 The cluster serves its Jobs API on 127.0.0.1 (free ports), with its own temp dir, 2 CPUs and 4
-fake GPUs; the fake trainer stands in for training. Marked slow: a cluster takes seconds
-to start and every job a second or two.
+fake GPUs; the fake trainer stands in for training. Its processes see one directory of the
+test's empty (a tmpfs over it in their own mount namespace), as a node without the
+submitter's filesystem would: a workspace there makes the shared-filesystem probe fail.
+Marked slow: a cluster takes seconds to start and every job a second or two.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from fakes.workspace import (
@@ -24,18 +27,29 @@ from fakes.workspace import (
     run_cli,
     trainer_runs,
 )
-from raycluster import free_port, local_ray_cluster, ray_workspace
+from raycluster import can_hide, free_port, local_ray_cluster, ray_workspace, submission_ids
+
+if TYPE_CHECKING:
+    from ray.job_submission import JobDetails
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def ray_address() -> Iterator[str]:
-    with local_ray_cluster() as address:
-        yield address
+def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path | None]]:
+    """One cluster for the module, and a directory its processes see empty (None without
+    ``unshare``): a workspace there is one the cluster's nodes cannot see."""
+    hidden = tmp_path_factory.mktemp("hidden") if can_hide() else None
+    with local_ray_cluster(hidden=hidden) as address:
+        yield address, hidden
 
 
-def jobs(address: str) -> list[object]:
+@pytest.fixture(scope="module")
+def ray_address(ray_cluster: tuple[str, Path | None]) -> str:
+    return ray_cluster[0]
+
+
+def jobs(address: str) -> list[JobDetails]:
     from ray.job_submission import JobSubmissionClient
 
     return [j for j in JobSubmissionClient(address).list_jobs() if j.submission_id]
@@ -209,10 +223,15 @@ def test_kill_9_during_a_remote_evaluation_then_resume_follows_the_same_job(
     remote_evaluation(ws, sleep=8)
     run = subprocess.Popen(run_argv(ws), env=cli_env(ws), start_new_session=True)
     deadline = time.monotonic() + 120
-    while not (read_state(ws).get("in_flight") or {}).get("eval_launched_at"):
+    while not any(
+        str(j.submission_id).startswith("cosmic-curric-s1-score-evaluate-")
+        and str(ws) in str(j.entrypoint)
+        and j.status == "RUNNING"
+        for j in jobs(ray_address)
+    ):
         assert time.monotonic() < deadline and run.poll() is None
         time.sleep(0.2)
-    time.sleep(2)  # the job is submitted and running its 8 s
+    # the job runs its 8 s: the resume below starts well within them
     os.killpg(run.pid, signal.SIGKILL)  # the run dies; its evaluation job lives on
     run.wait()
     assert evaluations(ws) == []  # still evaluating
@@ -228,3 +247,26 @@ def test_kill_9_during_a_remote_evaluation_then_resume_follows_the_same_job(
     ]
     assert len(ids) == 1
     assert read_state(ws)["status"] == "done"
+
+
+def test_a_workspace_the_cluster_cannot_see_stops_the_run_before_any_training(
+    ray_cluster: tuple[str, Path | None],
+) -> None:
+    address, hidden = ray_cluster
+    if hidden is None:
+        pytest.skip("needs unshare --mount (root or user namespaces)")
+    ws = ray_workspace(hidden / "ws", address)
+    before = set(submission_ids(address))
+    result = run_cli(ws)
+    submitted = [s for s in submission_ids(address) if s not in before]
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert "could not read and write the workspace" in lines[0]
+    assert "mount it at the same path on every node" in lines[0]
+    assert 'kind = "local"' in lines[0]
+    # Nothing trained, only the probe was submitted, and it left no file behind.
+    assert trainer_runs(ws) == []
+    assert len(submitted) == 1 and submitted[0].startswith("cosmic-probe-")
+    assert not list(ws.glob(".cosmic-probe-*"))
+    assert (read_state(ws).get("in_flight") or {}).get("launched") is None
