@@ -5,9 +5,9 @@ alike), on a workspace with a realistic state: four stages, eleven decided attem
 evaluation history of eleven records. Prints the medians side by side and their ratio:
 `status` as a user meets it from the second call on (its cache of the validated files
 hit), and with the cache off (every call validates stages.toml and the state with
-pydantic, as the first call after a change does). Plus, for scale, what importing pydantic and building one model costs (the least that
-validating the state and config with pydantic costs) and what `python -c "import torch"`
-would have cost.
+pydantic, as the first call after a change does). Plus, for scale, what importing
+pydantic and building one model costs (the least that validating the state and config
+with pydantic costs) and what `python -c "import torch"` would have cost.
 
     .venv/bin/python bench/bench_status.py [--repeats 15]
 """

@@ -4,8 +4,14 @@ free rotation of 3-D ships.
 A bot holds its action for a whole decision (``decision_ticks`` physics ticks), so the
 same actions come back tick after tick. Clipping, thrust, cos/sin and the per-ship turn
 matrices depend on nothing else, and recomputing them every tick was most of the 3-D
-rules' time: :func:`held` keeps them while the actions' bytes stay the same. Every value
-is computed by the same operations as before, so results are bit-identical.
+rules' time: :func:`held` keeps them while the actions' bytes stay the same. A held value
+is computed by the same operations as a fresh one, so holding changes no bit.
+
+The turn itself is elementwise (:func:`turn_and_thrust`), not a batched matmul: numpy's
+matmul loops over the ships' 3x3 matrices one by one and took a third of the 3-D rules.
+Its results differ from the matmul's in the last bit now and then (BLAS fuses multiply and
+add); both are within an ulp of the exact rotation, which the tests check against exact
+rational arithmetic.
 """
 
 from __future__ import annotations
@@ -82,6 +88,12 @@ class Held:
             self.axes = np.empty((3, *shape))
             self.turned = np.empty((3, *shape))
             self.scratch = (np.empty(shape), np.empty(shape))
+            # each entry of the turn repeated over x y z, contiguous like the axes: the
+            # turn is then 15 whole-array ufunc loops instead of a batched matmul, which
+            # loops over the ships' 3x3 matrices one by one (a third of the 3-D rules)
+            self.entries = [
+                [np.repeat(m[..., r, c, None], 3, axis=-1) for c in range(3)] for r in range(3)
+            ]
             self._turn = m
         return self._turn
 
@@ -111,9 +123,9 @@ _NEXT, _AFTER = np.array([1, 2, 0]), np.array([2, 0, 1])  # components k + 1, k 
 
 def turn_and_thrust(f: F64, u: F64, vel: F64, h: Held) -> None:
     """Free rotation of the ships' forward ``f`` and up ``u`` (in place): the held turn
-    matrix applied to each ship's axes in one batched matmul; then the thrust, strafe and
-    lift velocity changes along the new axes, added to ``vel``."""
-    m = h.turn()
+    matrix applied to each ship's axes; then the thrust, strafe and lift velocity changes
+    along the new axes, added to ``vel``."""
+    h.turn()
     axes, turned, (tmp, dv) = h.axes, h.turned, h.scratch
     axes[0] = f
     axes[2] = u
@@ -121,9 +133,15 @@ def turn_and_thrust(f: F64, u: F64, vel: F64, h: Held) -> None:
     np.multiply(u[..., _NEXT], f[..., _AFTER], out=axes[1])
     np.multiply(u[..., _AFTER], f[..., _NEXT], out=tmp)
     np.subtract(axes[1], tmp, out=axes[1])
-    # Kept a matmul: BLAS sums these products with fused multiply-adds, which elementwise
-    # numpy cannot reproduce bit for bit. The axis-major views only change its strides.
-    np.matmul(m, axes.transpose(1, 2, 0, 3), out=turned.transpose(1, 2, 0, 3))
+    # new row r = m[r, 0] forward + m[r, 1] left + m[r, 2] up, each product rounded and
+    # summed left to right (within an ulp of the exact rotation, tested)
+    for r, (m0, m1, m2) in enumerate(h.entries):
+        row = turned[r]
+        np.multiply(m0, axes[0], out=row)
+        np.multiply(m1, axes[1], out=tmp)
+        np.add(row, tmp, out=row)
+        np.multiply(m2, axes[2], out=tmp)
+        np.add(row, tmp, out=row)
     # the rows stay orthonormal to rounding (~1e-15 a tick); kickoffs start them afresh
     f[...] = turned[0]
     u[...] = turned[2]

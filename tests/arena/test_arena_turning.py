@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import numpy as np
 import pytest
 from arena_helpers import FULL, PLANAR, crowded_state
@@ -51,3 +53,30 @@ def test_actions_changed_in_place_are_not_mistaken_for_held_ones() -> None:
     assert turning.held(np.zeros((4, 2, ACT_SIZE), dtype=np.float32), FULL, 0.1) is not h64
     assert turning.held(np.zeros((2, 4, ACT_SIZE)), FULL, 0.1) is not h64
     assert turning.held(np.zeros((4, 2, ACT_SIZE)), FULL, 0.1) is h64
+
+
+def test_the_turn_is_within_rounding_of_the_exact_rotation() -> None:
+    # The turn's three products and two sums per component round five times: it may differ
+    # from numpy's matmul (BLAS fuses multiply and add) in the last bit, but both stay
+    # within the dot product's error bound (3 products: 1.5 eps of the sum of their
+    # magnitudes) of the exact rotation of the same float inputs, computed in rationals.
+    rng = np.random.default_rng(5)
+    state = crowded_state(16, rng)
+    for t in range(48):  # turn the ships every which way first
+        if t % 16 == 0:
+            actions = rng.uniform(-1.0, 1.0, size=(16, 2, ACT_SIZE))
+        state, _ = step(state, actions, FULL, rng)
+    h = turning.held(rng.uniform(-1.0, 1.0, size=(16, 2, ACT_SIZE)), FULL, 0.1)
+    f, u = state.ship_fwd.copy(), state.ship_up.copy()
+    turning.turn_and_thrust(f, u, state.ship_vel.copy(), h)
+    m, axes = h.turn(), h.axes  # the held matrices, and the axes (fwd, left, up) turned
+    via_matmul = np.matmul(m, axes.transpose(1, 2, 0, 3)).transpose(2, 0, 1, 3)
+    eps = np.finfo(np.float64).eps
+    for r, got in ((0, f), (2, u)):
+        for index in np.ndindex(16, 2, 3):
+            ship, j = index[:2], index[2]
+            terms = [Fraction(m[(*ship, r, c)]) * Fraction(axes[(c, *ship, j)]) for c in range(3)]
+            exact = sum(terms, Fraction(0))
+            bound = 1.5 * eps * float(sum(abs(x) for x in terms))
+            assert abs(float(Fraction(got[index]) - exact)) <= bound, (r, index)
+            assert abs(float(Fraction(via_matmul[(r, *index)]) - exact)) <= bound, (r, index)
