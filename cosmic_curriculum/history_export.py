@@ -46,6 +46,9 @@ COLUMNS: dict[str, str] = {
     "candidate_sha256": "str",
     "reference_sha256": "str",
     "id": "str",
+    # with candidates = K > 1: "candidate" (ranks the K) or "fresh" (the gate's record)
+    "selection": "str",
+    "candidate_k": "int",
 }
 
 
@@ -105,6 +108,8 @@ def record_row(record: dict[str, Any]) -> dict[str, Any]:
         "candidate_sha256": record.get("candidate_sha256"),
         "reference_sha256": record.get("reference_sha256"),
         "id": record.get("id"),
+        "selection": record.get("selection"),
+        "candidate_k": record.get("candidate_k"),
     }
     return {column: _typed(raw[column], kind) for column, kind in COLUMNS.items()}
 

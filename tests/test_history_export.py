@@ -31,6 +31,8 @@ FULL = {
     "curriculum_experiment": "curric-s2-defend-retry1",
     "stage_index": 1,
     "attempt": 1,
+    "selection": "candidate",
+    "candidate_k": 2,
 }
 SEED = {"wins_a": 3, "wins_b": 1, "draws": 0, "episodes": 4}  # the seed's minimal record
 NO_GAMES = {"wins_a": 0, "wins_b": 0, "draws": 0, "episodes": 0, "candidate": "x/y.json"}
@@ -64,10 +66,20 @@ def check_frame(df: pd.DataFrame) -> None:
     assert (full["gate_rule"], full["verdict"]) == ("margin", "fail")
     assert full["candidate_sha256"] == "a" * 64 and full["reference_sha256"] == "b" * 64
     assert full["id"] == FULL["id"]
+    assert (full["selection"], full["candidate_k"]) == ("candidate", 2)
     # the seed's record: counts, and score and gap computed from them; the rest empty
     assert (seed["wins"], seed["losses"], seed["draws"], seed["episodes"]) == (3, 1, 0, 4)
     assert seed["score"] == pytest.approx(0.75) and seed["gap"] == pytest.approx(-0.5)
-    for column in ("time", "stage", "experiment", "elo", "gap_ci95_lo", "verdict", "id"):
+    for column in (
+        "time",
+        "stage",
+        "experiment",
+        "elo",
+        "gap_ci95_lo",
+        "verdict",
+        "id",
+        "selection",
+    ):
         assert pd.isna(seed[column]), column
     # no games: no score rather than a made-up 0.5; the candidate's stem names it
     assert pd.isna(empty["score"]) and pd.isna(empty["gap"]) and empty["experiment"] == "y"
