@@ -80,9 +80,9 @@ def inputs_key(workspace: Path, config_path: Path) -> str | None:
     if os.environ.get(DISABLE_ENV, "") not in ("", "0"):
         return None
     digest = hashlib.blake2b(digest_size=32)
-    digest.update(f"{FORMAT}\n{__version__}\n{Path.cwd().resolve()}\n".encode())
-    digest.update(f"{workspace}\n{config_path.resolve()}\n".encode())
     try:
+        digest.update(f"{FORMAT}\n{__version__}\n{Path.cwd().resolve()}\n".encode())
+        digest.update(f"{workspace}\n{config_path.resolve()}\n".encode())
         _package_stamp(digest)
         for path in (workspace / STATE_FILE, workspace / HISTORY_FILE, config_path):
             data = _regular_bytes(path)
@@ -130,7 +130,7 @@ def store(
     path = _entry_path(workspace)
     temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)  # what runs where: private
         temp.write_text(json.dumps({"key": key, "logs": stats, "data": data}))
         os.replace(temp, path)
     except OSError:
