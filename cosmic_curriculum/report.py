@@ -268,9 +268,8 @@ def add_flight_facts(data: dict[str, Any], ws: Path) -> dict[str, Any]:
     logs = ws / "logs"
     for stage in data["stages"]:
         if stage["index"] == flight["stage_index"]:
-            stage["trend"].append(flight_trend(flight["experiment"], flight["attempt"], logs))
-            stage["trend"][-1]["phase"] = flight["phase"]
-            stage["trend"][-1]["score_change"] = None  # undecided: no score yet
+            row = flight_trend(flight["experiment"], flight["attempt"], flight["phase"], logs)
+            stage["trend"].append(row)
     if flight["phase"] == "training" and not flight.get("candidates"):
         flight["last_progress"] = (
             latest_progress(logs / f"{flight['experiment']}.log") or flight["last_progress"]

@@ -91,9 +91,11 @@ def attempt_trend(
     }
 
 
-def flight_trend(experiment: str, attempt: int, logs: Path) -> dict[str, Any]:
-    """The row of the attempt in flight (undecided: no score), from its log alone."""
-    return attempt_trend(experiment, attempt, logs, None, None, None, None)
+def flight_trend(experiment: str, attempt: int, phase: str, logs: Path) -> dict[str, Any]:
+    """The row of the attempt in flight, from its log alone: undecided, so no score and
+    no score change."""
+    row = attempt_trend(experiment, attempt, logs, None, None, None, None)
+    return {**row, "phase": phase, "score_change": None}
 
 
 def stage_trend(
