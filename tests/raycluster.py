@@ -91,7 +91,7 @@ def local_ray_cluster(hidden: Path | None = None) -> Iterator[str]:
             except ProcessLookupError:
                 break
             try:
-                cluster.wait(timeout=20)
+                cluster.wait(timeout=5)  # it outlasted 20 s of SIGTERM here: then SIGKILL
                 break
             except subprocess.TimeoutExpired:
                 continue
