@@ -152,12 +152,12 @@ def loads(text: str, keep_overflow: bool = False) -> Any:
         raise JSONValueError("nested too deeply") from None
 
 
-def read_text_file(path: Path) -> str:
-    """The UTF-8 text of a regular file; anything else is an ``OSError`` naming it.
+def read_regular_bytes(path: Path) -> bytes:
+    """The bytes of a regular file; anything else is an ``OSError`` naming it.
 
     A FIFO would block the read forever and a device (``/dev/zero``) never ends, so the
     file is opened without blocking and refused unless it is a regular file. Raises
-    ``IsADirectoryError`` for a directory and ``UnicodeDecodeError`` for non-UTF-8 bytes.
+    ``IsADirectoryError`` for a directory.
     """
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     with os.fdopen(fd, "rb") as fh:
@@ -166,7 +166,13 @@ def read_text_file(path: Path) -> str:
             raise IsADirectoryError(errno.EISDIR, "is a directory", str(path))
         if not stat.S_ISREG(mode):
             raise OSError(errno.EINVAL, "not a regular file (a FIFO, device or socket)", str(path))
-        return fh.read().decode("utf-8")
+        return fh.read()
+
+
+def read_text_file(path: Path) -> str:
+    """The UTF-8 text of a regular file (:func:`read_regular_bytes`); raises
+    ``UnicodeDecodeError`` for non-UTF-8 bytes."""
+    return read_regular_bytes(path).decode("utf-8")
 
 
 def read_json(path: Path, what: str) -> Any:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from cosmic_curriculum import history
 from cosmic_curriculum.errors import ConfigError, CurriculumError
-from cosmic_curriculum.layout import HISTORY_FILE, STATE_FILE
+from cosmic_curriculum.layout import HISTORY_FILE, STATE_FILE, Layout
 
 if TYPE_CHECKING:  # the models import pydantic: `status` loads them only on a cache miss
     from cosmic_curriculum.config import CurriculumConfig
@@ -265,21 +265,18 @@ def add_flight_facts(data: dict[str, Any], ws: Path) -> dict[str, Any]:
     flight = data["in_flight"]
     if flight is None:
         return data
-    logs = ws / "logs"
+    paths = Layout(ws)
     for stage in data["stages"]:
         if stage["index"] == flight["stage_index"]:
-            row = flight_trend(flight["experiment"], flight["attempt"], flight["phase"], logs)
+            row = flight_trend(flight["experiment"], flight["attempt"], flight["phase"], paths.logs)
             stage["trend"].append(row)
     if flight["phase"] == "training" and not flight.get("candidates"):
-        flight["last_progress"] = (
-            latest_progress(logs / f"{flight['experiment']}.log") or flight["last_progress"]
-        )
+        progress = latest_progress(paths.log(flight["experiment"]))
+        flight["last_progress"] = progress or flight["last_progress"]
     for candidate in flight.get("candidates") or []:
         if candidate["phase"] == "training":
-            candidate["last_progress"] = (
-                latest_progress(logs / f"{candidate['experiment']}.log")
-                or candidate["last_progress"]
-            )
+            progress = latest_progress(paths.log(candidate["experiment"]))
+            candidate["last_progress"] = progress or candidate["last_progress"]
     return data
 
 

@@ -17,16 +17,15 @@ turns it off. Imports nothing heavy: this is what keeps `status` from importing 
 from __future__ import annotations
 
 import contextlib
-import errno
 import hashlib
 import json
 import os
-import stat
 from pathlib import Path
 from typing import Any
 
 from cosmic_curriculum import __version__
-from cosmic_curriculum.layout import HISTORY_FILE, STATE_FILE
+from cosmic_curriculum.fsio import read_regular_bytes
+from cosmic_curriculum.layout import HISTORY_FILE, STATE_FILE, Layout
 
 FORMAT = 1  # bump when the cached facts change shape
 DISABLE_ENV = "COSMIC_CURRICULUM_NO_STATUS_CACHE"
@@ -48,13 +47,9 @@ def _regular_bytes(path: Path) -> bytes | None:
     """A regular file's bytes; None when it is missing. Anything else (a FIFO, a
     directory, no permission) raises OSError: such a workspace is never cached."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        return read_regular_bytes(path)
     except FileNotFoundError:
         return None
-    with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(errno.EINVAL, "not a regular file", str(path))
-        return fh.read()
 
 
 def _package_stamp(digest: Any) -> None:
@@ -96,9 +91,10 @@ def inputs_key(workspace: Path, config_path: Path) -> str | None:
 
 def _log_stats(workspace: Path, experiments: list[str]) -> dict[str, list[int]]:
     stats: dict[str, list[int]] = {}
+    paths = Layout(workspace)
     for name in experiments:
         try:
-            info = os.stat(workspace / "logs" / f"{name}.log")
+            info = os.stat(paths.log(name))
             stats[name] = [info.st_size, info.st_mtime_ns]
         except OSError:
             stats[name] = [-1, -1]
