@@ -1,4 +1,4 @@
-"""Raw Cosmic Clash simulation rate: batched numpy rules vs one game at a time.
+"""Raw Cosmic Clash simulation rate: the batched rules vs one game at a time.
 
 Runs the same rules (``arena.rules.step``) two ways in the same process, on one core:
 

@@ -4,7 +4,7 @@
         [--modes planar,3d]
 
 Side by side in one run, per game mode (planar: the first stages' level, z = 0 game;
-3d: the full game, whose rules cost about 1.6 times as much per tick), same game settings
+3d: the full game, with free rotation about three axes), same game settings
 (the defaults with decision_ticks = --speedup), same opponent (inert), same machine load:
 
 * ours: PPO with ``cosmic_curriculum.train``'s default hyperparameters (rollout, minibatch,

@@ -1,8 +1,9 @@
-"""The rules of Cosmic Clash: batched rigid-body-lite physics in pure numpy.
+"""The rules of Cosmic Clash: batched rigid-body-lite physics on numpy arrays.
 
 Every array has a leading batch axis ``n`` (one entry per game); ships have a second axis
 of size 2 (index 0 = blue, 1 = orange). One call of :func:`step` advances every game by
-one physics tick; there is no Python loop over games anywhere.
+one physics tick; the tick itself is one compiled loop over the games
+(``arena.physics``), so there is no Python loop over games anywhere.
 
 World frame: x along the arena (blue attacks +x, orange attacks -x), y across, z up.
 Ship body frame: forward ``f``, left ``l = u x f``, up ``u`` (right-handed, x-y-z).
@@ -36,7 +37,8 @@ roll so ships stay level (yaw only).
 :func:`step` updates the state in place (speed matters at thousands of games) and returns
 it; use :meth:`ArenaState.copy` when the previous state is needed. What it derives from the
 actions alone (clipping, thrust, turn matrices) is kept while the same actions come back
-(``arena.turning``): bots hold an action for a whole decision.
+(``arena.turning``): bots hold an action for a whole decision. The rest of the tick runs
+in ``arena.physics``.
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from cosmic_curriculum.arena.settings import GameSettings
-from cosmic_curriculum.arena.turning import held, turn_and_thrust
+from cosmic_curriculum.arena.turning import held
 
 ACT_SIZE = 6
 F64 = NDArray[np.float64]
@@ -197,48 +199,42 @@ class _Consts:
     """Per-settings constants, cached so the hot path does no attribute lookups or exps."""
 
     def __init__(self, s: GameSettings) -> None:
-        dt = s.tick
-        self.dt = dt
-        self.ship_decay = float(np.exp(-s.ship_drag * dt))
-        self.orb_decay = float(np.exp(-s.orb_drag * dt))
-        self.ship_lim = np.array(
-            [
-                s.arena_half_length - s.ship_radius,
-                s.arena_half_width - s.ship_radius,
-                s.arena_half_height - s.ship_radius if s.allow_vertical else 0.0,
-            ]
-        )
-        self.orb_lim = np.array(
-            [
-                s.arena_half_length - s.orb_radius,
-                s.arena_half_width - s.orb_radius,
-                s.arena_half_height - s.orb_radius if s.allow_vertical else 0.0,
-            ]
-        )
-        inv_s, inv_o = 1.0 / s.ship_mass, 1.0 / s.orb_mass
-        # impulse magnitude per unit approach speed, and how overlap is split
-        self.reverse_dv = s.ship_thrust * s.ship_reverse_factor * dt
-        self.so_impulse = (1.0 + s.orb_restitution) / (inv_s + inv_o)
-        self.inv_ship, self.inv_orb = inv_s, inv_o
-        self.orb_share = inv_o / (inv_s + inv_o)
-        self.ss_factor = 0.5 * (1.0 + s.ship_restitution)
-        self.so_dist = s.ship_radius + s.orb_radius
-        self.ss_dist = 2.0 * s.ship_radius
-        self.ship_sq_cap = _square_limit(s.ship_max_speed)
-        self.orb_sq_cap = _square_limit(s.orb_max_speed)
-        self.max_ticks = s.max_ticks
-        self._full_lims: dict[int, tuple[F64, F64]] = {}
+        # numba takes a third of a second to import: only what steps a game pays for it
+        from cosmic_curriculum.arena import physics
 
-    def full_lims(self, n: int) -> tuple[F64, F64]:
-        """The wall limits repeated to the ships' and orbs' shapes: comparing with a
-        broadcast (3,) row runs one numpy inner loop per body, with these just one."""
-        lims = self._full_lims.get(n)
-        if lims is None:
-            lims = self._full_lims[n] = (
-                np.ascontiguousarray(np.broadcast_to(self.ship_lim, (n, 2, 3))),
-                np.ascontiguousarray(np.broadcast_to(self.orb_lim, (n, 3))),
-            )
-        return lims
+        self.tick = physics.tick
+        dt = s.tick
+        inv_s, inv_o = 1.0 / s.ship_mass, 1.0 / s.orb_mass
+        self.reverse_dv = s.ship_thrust * s.ship_reverse_factor * dt
+        self.kernel = physics.pack(
+            dt=dt,
+            ship_decay=float(np.exp(-s.ship_drag * dt)),
+            orb_decay=float(np.exp(-s.orb_drag * dt)),
+            ss_dist=2.0 * s.ship_radius,
+            ss_factor=0.5 * (1.0 + s.ship_restitution),
+            so_dist=s.ship_radius + s.orb_radius,
+            # impulse magnitude per unit approach speed, and how overlap is split
+            so_impulse=(1.0 + s.orb_restitution) / (inv_s + inv_o),
+            inv_ship=inv_s,
+            inv_orb=inv_o,
+            orb_share=inv_o / (inv_s + inv_o),
+            wall_restitution=s.wall_restitution,
+            goal_half_width=s.goal_half_width,
+            goal_half_height=s.goal_half_height,
+            ship_sq_cap=_square_limit(s.ship_max_speed),
+            ship_max_speed=s.ship_max_speed,
+            orb_sq_cap=_square_limit(s.orb_max_speed),
+            orb_max_speed=s.orb_max_speed,
+            half_length=s.arena_half_length,
+            max_ticks=float(s.max_ticks),
+            ship_lim_x=s.arena_half_length - s.ship_radius,
+            ship_lim_y=s.arena_half_width - s.ship_radius,
+            # in planar play the z limits are 0 and every z stays exactly 0
+            ship_lim_z=s.arena_half_height - s.ship_radius if s.allow_vertical else 0.0,
+            orb_lim_x=s.arena_half_length - s.orb_radius,
+            orb_lim_y=s.arena_half_width - s.orb_radius,
+            orb_lim_z=s.arena_half_height - s.orb_radius if s.allow_vertical else 0.0,
+        )
 
 
 def _square_limit(cap: float) -> float:
@@ -279,113 +275,49 @@ def step(
     del rng
     s = settings
     c = _consts(s)
-    dt = c.dt
     h = held(actions, s, c.reverse_dv)
-
-    # --- turning and thrust ------------------------------------------------------------
     vel = state.ship_vel
     zf = zv = None
     if not s.allow_pitch_roll:
         zf, zv = _xy(state.ship_fwd), _xy(vel)
     if zf is not None and zv is not None:
         # level ships (up = +z): yaw is a rotation of forward in the x-y plane, and
-        # forward/left thrust is forward * (thrust + i strafe) in complex form
+        # forward/left thrust is forward * (thrust + i strafe) in complex form (numpy's
+        # complex product, whose fused multiply-adds the compiled loop would not repeat)
         spin, thrust_xy = h.level()
         zf *= spin
         zv += zf * thrust_xy
         if s.allow_vertical:
             vel[..., 2] += h.lift
+        turned, turn, push = True, _NO_TURN, _NO_PUSH
     else:
-        turn_and_thrust(state.ship_fwd, state.ship_up, vel, h)
-    vel *= c.ship_decay
-    pos = state.ship_pos
-    pos += vel * dt
+        turned, turn, push = False, h.turn(), h.push()
+    n = state.n
+    blue_goal, orange_goal = np.empty(n, dtype=bool), np.empty(n, dtype=bool)
+    timeout, done = np.empty(n, dtype=bool), np.empty(n, dtype=bool)
+    c.tick(
+        state.ship_pos,
+        vel,
+        state.ship_fwd,
+        state.ship_up,
+        state.orb_pos,
+        state.orb_vel,
+        state.ticks,
+        turned,
+        turn,
+        push,
+        not s.allow_vertical,
+        s.allow_vertical,
+        c.kernel,
+        blue_goal,
+        orange_goal,
+        timeout,
+        done,
+    )
+    return state, Events(blue_goal, orange_goal, timeout, done)
 
-    orb_v = state.orb_vel
-    orb_v *= c.orb_decay
-    orb_p = state.orb_pos
-    orb_p += orb_v * dt
 
-    # --- ship-ship ----------------------------------------------------------------------
-    # (collisions, walls, speed caps and goals are rare in a tick: each is skipped
-    # unless a cheap test finds one; np.count_nonzero is the cheapest such test)
-    d = pos[:, 1] - pos[:, 0]
-    dist = norm(d)
-    hit = dist < c.ss_dist
-    if np.count_nonzero(hit):
-        nrm = d / np.maximum(dist, 1e-9)[:, None]
-        nrm[dist < 1e-9] = (1.0, 0.0, 0.0)
-        vn = dot(vel[:, 1] - vel[:, 0], nrm)
-        approach = hit & (vn < 0.0)
-        dv = np.where(approach, -c.ss_factor * vn, 0.0)[:, None] * nrm
-        push = np.where(hit, 0.5 * (c.ss_dist - dist), 0.0)[:, None] * nrm
-        vel[:, 0] -= dv
-        vel[:, 1] += dv
-        pos[:, 0] -= push
-        pos[:, 1] += push
-
-    # --- ship-orb (both ships from the same pre-collision velocities) -------------------
-    d = orb_p[:, None, :] - pos  # (n, 2, 3)
-    dist = norm(d)
-    hit = dist < c.so_dist
-    if np.count_nonzero(hit):
-        nrm = d / np.maximum(dist, 1e-9)[..., None]
-        nrm[dist < 1e-9] = (1.0, 0.0, 0.0)
-        vn = dot(orb_v[:, None, :] - vel, nrm)  # (n, 2), < 0 when closing
-        j = np.where(hit & (vn < 0.0), -c.so_impulse * vn, 0.0)[..., None] * nrm
-        overlap = np.where(hit, c.so_dist - dist, 0.0)[..., None] * nrm
-        orb_v += (j * c.inv_orb).sum(axis=1)
-        vel -= j * c.inv_ship
-        orb_p += (overlap * c.orb_share).sum(axis=1)
-        pos -= overlap * (1.0 - c.orb_share)
-
-    # --- walls --------------------------------------------------------------------------
-    # (in planar play the z limits are 0 and every z stays exactly 0: nothing to do)
-    lim = c.ship_lim
-    ship_lims, orb_lims = c.full_lims(state.n)
-    out = np.abs(pos) > ship_lims
-    if np.count_nonzero(out):
-        bounce = out & (pos * vel > 0.0)
-        np.clip(pos, -lim, lim, out=pos)
-        vel *= np.where(bounce, -s.wall_restitution, 1.0)
-
-    olim = c.orb_lim
-    orb_abs = np.abs(orb_p)
-    out = orb_abs > orb_lims
-    in_mouth = None  # needed only when an orb is past an end wall's limit: rare
-    if np.count_nonzero(out[:, 0]):
-        in_mouth = orb_abs[:, 1] < s.goal_half_width
-        if s.allow_vertical:
-            in_mouth &= orb_abs[:, 2] < s.goal_half_height
-        out[:, 0] &= ~in_mouth  # the goal mouth has no wall
-    if np.count_nonzero(out):
-        bounce = out & (orb_p * orb_v > 0.0)
-        orb_p[...] = np.where(out, np.clip(orb_p, -olim, olim), orb_p)
-        orb_v *= np.where(bounce, -s.wall_restitution, 1.0)
-
-    # speed caps last, so that collision impulses cannot exceed them either
-    sq = dot(vel, vel)
-    if np.count_nonzero(sq > c.ship_sq_cap):
-        speed = np.sqrt(sq)
-        over = speed > s.ship_max_speed
-        vel *= np.where(over, s.ship_max_speed / np.maximum(speed, 1e-12), 1.0)[..., None]
-    sq = dot(orb_v, orb_v)
-    if np.count_nonzero(sq > c.orb_sq_cap):
-        ospeed = np.sqrt(sq)
-        over = ospeed > s.orb_max_speed
-        orb_v *= np.where(over, s.orb_max_speed / np.maximum(ospeed, 1e-12), 1.0)[:, None]
-
-    # --- goals and time -----------------------------------------------------------------
-    state.ticks += 1
-    timeout = state.ticks >= c.max_ticks
-    if in_mouth is None:  # every orb short of the end walls' limits: no goal
-        blue_goal, orange_goal = np.zeros_like(timeout), np.zeros_like(timeout)
-        return state, Events(blue_goal, orange_goal, timeout, timeout.copy())
-    blue_goal = in_mouth & (orb_p[:, 0] > s.arena_half_length)
-    orange_goal = in_mouth & (orb_p[:, 0] < -s.arena_half_length)
-    scored = blue_goal | orange_goal
-    timeout &= ~scored
-    return state, Events(blue_goal, orange_goal, timeout, scored | timeout)
+_NO_TURN, _NO_PUSH = np.zeros((0, 2, 3, 3)), np.zeros((0, 2, 3))  # level ships: unused
 
 
 def mirror_state(state: ArenaState) -> ArenaState:

@@ -1,5 +1,4 @@
-"""Held actions: what the rules (``arena.rules``) derive from one actions array, and the
-free rotation of 3-D ships.
+"""Held actions: what the rules (``arena.rules``) derive from one actions array.
 
 A bot holds its action for a whole decision (``decision_ticks`` physics ticks), so the
 same actions come back tick after tick. Clipping, thrust, cos/sin and the per-ship turn
@@ -7,11 +6,8 @@ matrices depend on nothing else, and recomputing them every tick was most of the
 rules' time: :func:`held` keeps them while the actions' bytes stay the same. A held value
 is computed by the same operations as a fresh one, so holding changes no bit.
 
-The turn itself is elementwise (:func:`turn_and_thrust`), not a batched matmul: numpy's
-matmul loops over the ships' 3x3 matrices one by one and took a third of the 3-D rules.
-Its results differ from the matmul's in the last bit now and then (BLAS fuses multiply and
-add); both are within an ulp of the exact rotation, which the tests check against exact
-rational arithmetic.
+The compiled tick (``arena.physics``) applies the held turn matrices and thrust; cos/sin
+stay numpy's here, once a decision, so the compiled loop needs no math library of its own.
 """
 
 from __future__ import annotations
@@ -30,7 +26,7 @@ class Held:
     """What the rules derive from one ``actions`` array, kept while the same actions come
     back: a bot holds its action for a whole decision (``decision_ticks`` ticks), and
     clipping, thrust, cos/sin and the turn matrices were most of the 3-D rules' time when
-    recomputed every tick. Also holds the turning path's scratch buffers."""
+    recomputed every tick."""
 
     def __init__(
         self, raw: bytes, dtype: np.dtype[Any], act: F64, s: GameSettings, reverse_dv: float
@@ -46,6 +42,7 @@ class Held:
         self.s = s
         self._level: tuple[NDArray[np.complex128], NDArray[np.complex128]] | None = None
         self._turn: F64 | None = None
+        self._push: F64 | None = None
 
     def level(self) -> tuple[NDArray[np.complex128], NDArray[np.complex128]]:
         """Yaw as a unit complex factor, and forward/left thrust as ``thrust + i strafe``."""
@@ -55,7 +52,7 @@ class Held:
 
     def turn(self) -> F64:
         """Per ship, yaw then pitch then roll about its own axes as one 3x3 matrix that
-        maps the rows (forward, left, up) to the new ones; plus scratch buffers."""
+        maps the rows (forward, left, up) to the new ones."""
         if self._turn is None:
             s, act, yaw = self.s, self.act, self.yaw
             dt = s.tick
@@ -76,26 +73,16 @@ class Held:
             m[..., 2, 0] = sr * sy - cr * spcy
             m[..., 2, 1] = -sr * cy - cr * spsy
             m[..., 2, 2] = cr * cp
-            lift = self.lift if s.allow_vertical else np.zeros_like(yaw)
-            # thrust, strafe and lift, each repeated over x y z: contiguous operands make
-            # whole-array loops (an (n, 2, 3) view with a stride runs 2n loops of 3)
-            shape = (*yaw.shape, 3)
-            self.push = [
-                np.repeat(p[..., None], 3, axis=-1) for p in (self.thrust, self.strafe, lift)
-            ]
-            # axes before and after the turn, stored axis-major: (3, n, 2, 3) with rows
-            # forward, left, up, so each axis is one contiguous array
-            self.axes = np.empty((3, *shape))
-            self.turned = np.empty((3, *shape))
-            self.scratch = (np.empty(shape), np.empty(shape))
-            # each entry of the turn repeated over x y z, contiguous like the axes: the
-            # turn is then 15 whole-array ufunc loops instead of a batched matmul, which
-            # loops over the ships' 3x3 matrices one by one (a third of the 3-D rules)
-            self.entries = [
-                [np.repeat(m[..., r, c, None], 3, axis=-1) for c in range(3)] for r in range(3)
-            ]
             self._turn = m
         return self._turn
+
+    def push(self) -> F64:
+        """Per ship, the thrust, strafe and lift velocity changes ``(n, 2, 3)`` along the
+        turned axes (lift 0 unless vertical moves are allowed)."""
+        if self._push is None:
+            lift = self.lift if self.s.allow_vertical else np.zeros_like(self.yaw)
+            self._push = np.stack((self.thrust, self.strafe, lift), axis=-1)
+        return self._push
 
 
 _HELD: list[Held] = []  # most recent first; a few, for callers that alternate batches
@@ -116,43 +103,3 @@ def held(actions: NDArray[Any], s: GameSettings, reverse_dv: float) -> Held:
     _HELD.insert(0, h)
     del _HELD[4:]
     return h
-
-
-_NEXT, _AFTER = np.array([1, 2, 0]), np.array([2, 0, 1])  # components k + 1, k + 2 (mod 3)
-
-
-def turn_and_thrust(f: F64, u: F64, vel: F64, h: Held) -> None:
-    """Free rotation of the ships' forward ``f`` and up ``u`` (in place): the held turn
-    matrix applied to each ship's axes; then the thrust, strafe and lift velocity changes
-    along the new axes, added to ``vel``."""
-    h.turn()
-    axes, turned, (tmp, dv) = h.axes, h.turned, h.scratch
-    axes[0] = f
-    axes[2] = u
-    # left = up x forward: component k = u[k+1] f[k+2] - u[k+2] f[k+1]
-    np.multiply(u[..., _NEXT], f[..., _AFTER], out=axes[1])
-    np.multiply(u[..., _AFTER], f[..., _NEXT], out=tmp)
-    np.subtract(axes[1], tmp, out=axes[1])
-    # new row r = m[r, 0] forward + m[r, 1] left + m[r, 2] up, each product rounded and
-    # summed left to right (within an ulp of the exact rotation, tested)
-    for r, (m0, m1, m2) in enumerate(h.entries):
-        row = turned[r]
-        np.multiply(m0, axes[0], out=row)
-        np.multiply(m1, axes[1], out=tmp)
-        np.add(row, tmp, out=row)
-        np.multiply(m2, axes[2], out=tmp)
-        np.add(row, tmp, out=row)
-    # the rows stay orthonormal to rounding (~1e-15 a tick); kickoffs start them afresh
-    f[...] = turned[0]
-    u[...] = turned[2]
-    # thrust, strafe, lift along the new axes, summed in the order the vector-matrix
-    # product (push @ axes) this replaces summed them
-    thrust, strafe, lift = h.push
-    np.multiply(thrust, turned[0], out=dv)
-    np.multiply(strafe, turned[1], out=tmp)
-    np.add(dv, tmp, out=dv)
-    np.multiply(lift, turned[2], out=tmp)
-    np.add(dv, tmp, out=dv)
-    if not h.s.allow_vertical:
-        dv[..., 2] = 0.0
-    np.add(vel, dv, out=vel)
