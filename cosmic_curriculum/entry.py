@@ -31,7 +31,7 @@ def show_status(
     frames; the exit code: 0, or 2 when stages.toml is missing or invalid (after showing
     what the state says). Raises CurriculumError (the CLI turns it into one line and an
     exit code)."""
-    from cosmic_curriculum.report import render_status, status_data
+    from cosmic_curriculum.report import status_data
 
     data = status_data(workspace, config)
     code = 0 if data["config_loaded"] else 2
@@ -40,15 +40,18 @@ def show_status(
 
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
         return code
+    if not watch:
+        # drawn without Rich, whose import alone would cost more than the rest of status
+        from cosmic_curriculum.status_text import render_status, terminal_width, wants_colour
+
+        out = sys.stdout
+        out.write(render_status(data, terminal_width(out), wants_colour(out)))
+        return code
     from rich.console import Console
 
-    console = Console(highlight=False)
-    if not watch:
-        console.print(render_status(data))
-        return code
     from cosmic_curriculum.watch import watch_status
 
-    watch_status(console, lambda: status_data(workspace, config), interval, count)
+    watch_status(Console(highlight=False), lambda: status_data(workspace, config), interval, count)
     return 0
 
 

@@ -31,7 +31,7 @@ def _rate(count: int, episodes: int) -> float | None:
     return count / episodes if episodes else None
 
 
-def _pct(value: float | None) -> str:
+def pct(value: float | None) -> str:
     return "–" if value is None else f"{value:.0%}"
 
 
@@ -296,117 +296,6 @@ def add_live_facts(data: dict[str, Any], ws: Path) -> dict[str, Any]:
     return data
 
 
-def _live_line(live: dict[str, Any], flight: dict[str, Any] | None) -> Any:
-    """``running: pid 4242 since … (3h 05m)`` and, below, what the attempt is doing."""
-    from rich.console import Group
-    from rich.text import Text
-
-    from cosmic_curriculum.live import progress_text, running_for
-
-    head = f"running: pid {live['pid']}"
-    if live["since"]:
-        ago = running_for(live["since"])
-        head += f" since {live['since']}" + (f" ({ago})" if ago else "")
-    lines = [Text(head, style="bold cyan")]
-    if flight:
-        doing = f"  {flight['experiment']}: {flight['phase']}"
-        if live["timesteps"] is not None:
-            doing += f", {progress_text(live)}"
-        lines.append(Text(doing))
-    return Group(*lines)
-
-
-def candidate_line(candidate: dict[str, Any]) -> str:
-    """``  c2 curric-s1-score-c2: evaluated, score 0.700 (chosen)`` for `status`."""
-    text = f"  c{candidate['k']} {candidate['experiment']}: {candidate['phase']}"
-    progress = candidate.get("last_progress")
-    if candidate["phase"] == "training" and progress:
-        text += f", {progress.get('timesteps', 0):,}/{progress.get('total', 0):,} steps"
-    if candidate.get("score") is not None:
-        text += f", score {candidate['score']:.3f}"
-    if candidate.get("chosen"):
-        text += " (chosen; its fresh re-evaluation decides)"
-    if candidate.get("error"):
-        text += f" — error: {candidate['error']}"
-    return text
-
-
-def render_status(data: dict[str, Any]) -> Any:
-    """A Rich renderable of :func:`status_data`."""
-    from rich import box
-    from rich.console import Group
-    from rich.table import Table
-    from rich.text import Text
-
-    table = Table(title=f"curriculum: {data['status']}", title_justify="left", box=box.SIMPLE_HEAD)
-    table.add_column("stage", no_wrap=True)
-    table.add_column("experiment (attempt)", no_wrap=True)
-    table.add_column("W-L-D/N", no_wrap=True)
-    table.add_column("win % c/r", no_wrap=True)
-    table.add_column("decision", min_width=8)
-    stage_styles = {"passed": "green", "blocked": "bold red", "current": "yellow"}
-    previous = -1
-    for stage in data["stages"]:
-        if stage["index"] > previous + 1:  # rows left out of a state pointing far ahead
-            gap = f"#{previous + 2}-#{stage['index']}"
-            table.add_row(Text("…", style="dim"), Text(f"stages {gap} not shown", style="dim"))
-        previous = stage["index"]
-        label = Text(
-            f"{stage['index'] + 1} {stage['name']}", style=stage_styles.get(stage["status"], "dim")
-        )
-        if not stage["attempts"]:
-            table.add_row(label, "", "", "", Text(stage["status"], style="dim"))
-        for k, row in enumerate(stage["attempts"]):
-            if "episodes" in row:
-                counts = f"{row['wins_a']}-{row['wins_b']}-{row['draws']}/{row['episodes']}"
-                rates = f"{_pct(row['candidate_win_rate'])}/{_pct(row['reference_win_rate'])}"
-            else:
-                counts = rates = "–"
-            decision = row["decision"]
-            if row["override"]:
-                label_ = "skipped" if row["override"] == "skip_to_next_stage" else row["override"]
-                decision += f" ({label_}: {row['reason']})" if row["reason"] else f" ({label_})"
-            elif row.get("reason"):
-                decision += f" (forced retry: {row['reason']})"
-            if row.get("interval"):
-                decision += f"\n{row['interval']}"
-            style = "green" if row["decision"] == "pass" else "red"
-            table.add_row(
-                label if k == 0 else "",
-                row["experiment"],
-                counts,
-                rates,
-                Text(decision, style=style),
-            )
-    lines: list[Any] = [table]
-    flight = data["in_flight"]
-    if data.get("live"):
-        lines.append(_live_line(data["live"], flight))
-    elif flight:
-        text = f"in flight: {flight['experiment']} — phase {flight['phase']}"
-        if flight["interrupted"]:
-            text += " (interrupted)"
-        if flight["error"]:
-            text += f" — error: {flight['error']}"
-        progress = flight.get("last_progress")
-        if progress:
-            text += f" — {progress.get('timesteps', 0):,}/{progress.get('total', 0):,} steps"
-        lines.append(Text(text))
-    if flight and flight.get("candidates"):
-        lines += [Text(candidate_line(c)) for c in flight["candidates"]]
-    if data["blocked_reason"]:
-        lines.append(Text(f"blocked: {data['blocked_reason']}", style="bold red"))
-    if data["push_pending"]:
-        lines.append(
-            Text(
-                "push pending: the last push failed; it is retried after the next commit",
-                style="yellow",
-            )
-        )
-    lines.append(Text(f"next: {data['next']}", style="bold"))
-    return Group(*lines)
-
-
 def review_markdown(
     *,
     stage_number: int,
@@ -439,8 +328,8 @@ def review_markdown(
             verdict = "fails" if entry.decision == "fail" else "passes"
             cells = [
                 counts,
-                _pct(row["candidate_win_rate"]),
-                _pct(row["reference_win_rate"]),
+                pct(row["candidate_win_rate"]),
+                pct(row["reference_win_rate"]),
                 f"{gap:+.2f}",
                 f"{verdict} ({gap:+.2f} {'≥' if entry.decision == 'fail' else '<'} {margin:g})",
             ]

@@ -23,13 +23,16 @@ def watch_status(
     from rich.live import Live
     from rich.text import Text
 
-    from cosmic_curriculum.report import render_status
+    from cosmic_curriculum.status_text import render_status
 
     def frame() -> Any:
         stamp = datetime.now().strftime("%H:%M:%S")
         header = Text(f"{stamp} · every {interval:g}s · Ctrl-C to stop", style="dim")
         try:
-            return Group(header, render_status(facts()))
+            # the plain status drawn at the console's width, its colours parsed back by Rich
+            width = console.width if console.is_terminal else None
+            text = render_status(facts(), width, colour=True)
+            return Group(header, Text.from_ansi(text.rstrip("\n")))
         except CurriculumError as exc:
             return Group(header, Text(f"error: {exc}", style="bold red"))
 

@@ -3,13 +3,11 @@ live progress of a log, and the reporters (the console one never raises)."""
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 
 import pytest
 from fakes.workspace import make_workspace
-from rich.console import Console
 from typer.testing import CliRunner
 
 from cosmic_curriculum.cli import app
@@ -18,11 +16,11 @@ from cosmic_curriculum.layout import STATE_FILE
 from cosmic_curriculum.report import (
     attempt_row,
     latest_progress,
-    render_status,
     review_markdown,
     status_data,
 )
 from cosmic_curriculum.state import Attempt, CurriculumState, LogEntry, save_state
+from cosmic_curriculum.status_text import render_status
 
 S1, S2 = "curric-s1-score", "curric-s2-defend"
 
@@ -53,9 +51,7 @@ def put_state(ws: Path, **fields: object) -> None:
 
 
 def text_of(data: dict) -> str:
-    console = Console(file=io.StringIO(), width=200, color_system=None)
-    console.print(render_status(data))
-    return console.file.getvalue()  # type: ignore[attr-defined]
+    return render_status(data)
 
 
 # --------------------------------------------------------------------------- status_data
