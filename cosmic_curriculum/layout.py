@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 CONFIG_FILE = "stages.toml"
 STATE_FILE = "curriculum_state.json"
@@ -103,9 +103,9 @@ def committed_paths(experiment: str) -> list[Path]:
     return [*published_paths(experiment), Path("bots") / f"{experiment}.onnx"]
 
 
-@dataclass(frozen=True)
-class Layout:
-    """The paths of one workspace (``root`` should be absolute)."""
+class Layout(NamedTuple):
+    """The paths of one workspace (``root`` should be absolute). A named tuple rather than a
+    frozen dataclass: `status` builds one on every call, and dataclasses imports inspect."""
 
     root: Path
 

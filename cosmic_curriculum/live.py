@@ -11,12 +11,17 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from cosmic_curriculum.layout import LOCK_FILE
+
+
+def host_name() -> str:
+    """This machine's name as the lock records it (what socket.gethostname returns, without
+    importing socket: `status` reads the lock on every call)."""
+    return os.uname().nodename
 
 
 def lock_holder(workspace: Path) -> dict[str, Any] | None:
@@ -35,7 +40,7 @@ def lock_holder(workspace: Path) -> dict[str, Any] | None:
     if not isinstance(record, dict):
         return None
     pid, host = record.get("pid"), record.get("host")
-    if type(pid) is not int or pid <= 0 or host != socket.gethostname():
+    if type(pid) is not int or pid <= 0 or host != host_name():
         return None
     from cosmic_curriculum.runner import holds_file
 

@@ -16,7 +16,6 @@ import errno
 import fcntl
 import json
 import os
-import socket
 import stat
 import subprocess
 import time
@@ -30,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from cosmic_curriculum.errors import LockError, StateError
 from cosmic_curriculum.fsio import atomic_write_json, loads, read_json
 from cosmic_curriculum.layout import LOCK_FILE, Layout, check_experiment
+from cosmic_curriculum.live import host_name
 
 SCHEMA_VERSION = 2
 COUNT_KEYS = ("wins_a", "wins_b", "draws", "episodes")
@@ -307,7 +307,7 @@ class WorkspaceLock:
                     f"workspace ({holder}){waited}; wait for it, or stop it (and its "
                     "trainer) before starting again"
                 ) from None
-        info = {"pid": os.getpid(), "host": socket.gethostname(), "started_at": utc_now()}
+        info = {"pid": os.getpid(), "host": host_name(), "started_at": utc_now()}
         os.ftruncate(fd, 0)
         os.pwrite(fd, (json.dumps(info) + "\n").encode(), 0)
         self.fd = fd
