@@ -99,6 +99,9 @@ def main() -> None:
     args = parser.parse_args()
     sec = args.seconds
 
+    for settings in MODES.values():  # load (or compile) the physics before any clock runs
+        rng = np.random.default_rng(0)
+        step(new_state(1, settings, rng), np.zeros((1, 2, ACT_SIZE)), settings, rng)
     print("Raw simulation rate, one core (game-ticks/s = games x physics ticks per second)")
     print(f"{'mode':<8}{'games':>7}{'batched':>14}{'python loop':>14}{'ratio':>9}")
     for mode, settings in MODES.items():
