@@ -143,13 +143,13 @@ STEP = (
 )
 
 
-def package_copy(tmp_path: Path) -> Path:
-    """A copy of the package (without compiled caches) to damage freely."""
+def package_copy(tmp_path: Path, caches: bool = False) -> Path:
+    """A copy of the package to damage freely; with ``caches``, its compiled caches too
+    (copied with their sources' times, so numba takes them as fresh: no compiling)."""
     root = tmp_path / "pkg"
     source = Path(cosmic_curriculum.__file__).parent
-    shutil.copytree(
-        source, root / "cosmic_curriculum", ignore=shutil.ignore_patterns("__pycache__")
-    )
+    skip = shutil.ignore_patterns() if caches else shutil.ignore_patterns("__pycache__")
+    shutil.copytree(source, root / "cosmic_curriculum", ignore=skip)
     return root
 
 
@@ -168,7 +168,7 @@ def play(root: Path, **env: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.slow
 def test_a_damaged_cache_is_rebuilt_with_a_warning(tmp_path: Path) -> None:
-    root = package_copy(tmp_path)
+    root = package_copy(tmp_path, caches=True)
     first = play(root)
     assert first.returncode == 0, first.stderr
     cached = sorted((root / "cosmic_curriculum" / "arena" / "__pycache__").glob("physics.*"))
