@@ -73,6 +73,20 @@ def cell_width(text: str) -> int:
     return width
 
 
+def printable(text: str) -> str:
+    """``text`` with every control and format character but newline shown escaped
+    (``\\x1b``): a reason or an error from a workspace someone else pushed must not be able
+    to move the cursor, retitle the terminal or clear the screen."""
+    if all(ch.isprintable() or ch == "\n" for ch in text):
+        return text
+    return "".join(
+        ch
+        if ch == "\n" or unicodedata.category(ch)[0] != "C"
+        else ch.encode("unicode_escape").decode("ascii")
+        for ch in text
+    )
+
+
 def style(text: str, name: str, colour: bool) -> str:
     """``text`` in the style ``name`` (space-separated words of ``_SGR``) when ``colour``."""
     if not colour or not name or not text:
@@ -115,7 +129,7 @@ def table_rows(data: dict[str, Any]) -> list[tuple[list[str], list[str]]]:
             verdict = "green" if row["decision"] == "pass" else "red"
             cells = [label if k == 0 else "", str(row["experiment"]), counts, rates]
             rows.append(([*cells, _decision(row)], [label_style, "", "", "", verdict]))
-    return rows
+    return [([printable(cell) for cell in cells], styles) for cells, styles in rows]
 
 
 def _wrap(text: str, width: int | None) -> list[str]:
@@ -221,21 +235,25 @@ def candidate_line(candidate: dict[str, Any]) -> str:
 def render_status(data: dict[str, Any], width: int | None = None, colour: bool = False) -> str:
     """:func:`report.status_data` as text: the stage table, what runs or is in flight, what
     blocks, and the next command; ``width``: wrap the table to it (None: never wrap)."""
-    lines = render_table(f"curriculum: {data['status']}", table_rows(data), width, colour)
+    title = printable(f"curriculum: {data['status']}")
+    lines = render_table(title, table_rows(data), width, colour)
     lines.append("")
+    # (text, style) for every line under the table; what comes from files is made printable
+    below: list[tuple[str, str]] = []
     flight = data["in_flight"]
     if data.get("live"):
         head, *rest = live_lines(data["live"], flight)
-        lines.append(style(head, "bold cyan", colour))
-        lines += rest
+        below += [(head, "bold cyan"), *((line, "") for line in rest)]
     elif flight:
-        lines.append(in_flight_line(flight))
+        below.append((in_flight_line(flight), ""))
     if flight and flight.get("candidates"):
-        lines += [candidate_line(c) for c in flight["candidates"]]
+        below += [(candidate_line(c), "") for c in flight["candidates"]]
     if data["blocked_reason"]:
-        lines.append(style(f"blocked: {data['blocked_reason']}", "bold red", colour))
+        below.append((f"blocked: {data['blocked_reason']}", "bold red"))
     if data["push_pending"]:
-        note = "push pending: the last push failed; it is retried after the next commit"
-        lines.append(style(note, "yellow", colour))
-    lines.append(style(f"next: {data['next']}", "bold", colour))
+        below.append(
+            ("push pending: the last push failed; it is retried after the next commit", "yellow")
+        )
+    below.append((f"next: {data['next']}", "bold"))
+    lines += [style(printable(text), name, colour) for text, name in below]
     return "\n".join(lines) + "\n"

@@ -222,3 +222,21 @@ def test_status_on_a_real_terminal_wraps_and_colours(tmp_path: Path) -> None:
     piped = subprocess.run(cmd, capture_output=True, text=True, env=env, check=True)
     assert "\x1b[" not in piped.stdout and "next:" in piped.stdout
     assert any(line.endswith(LONG + ")") for line in piped.stdout.splitlines())
+
+
+def test_control_characters_from_files_are_shown_escaped_never_sent() -> None:
+    # a workspace pulled from someone else: its reason, error and blocked reason must not
+    # clear the screen, ring the bell or retitle the terminal of whoever runs status
+    hostile = "\x1b[2J\x1b]0;owned\x07"
+    flight = {"experiment": "s2", "phase": "training", "interrupted": False, "error": hostile}
+    tampered = data(
+        stage(0, "score", "passed", attempt("s1", "pass", override="force_retry", reason=hostile)),
+        in_flight=flight,
+        blocked_reason=hostile,
+        next=f"run {hostile}",
+    )
+    for colour in (False, True):
+        text = SGR.sub("", render_status(tampered, width=80, colour=colour))
+        assert not any(ch in text for ch in "\x1b\x07")
+        assert text.count("\\x1b[2J\\x1b]0;owned\\x07") >= 3  # table, error, blocked, next
+    assert status_text.printable("日本 é\nok") == "日本 é\nok"
