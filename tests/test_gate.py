@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 from fractions import Fraction
+from typing import Any
 
 import pytest
 
@@ -132,3 +133,27 @@ def test_negative_counts_are_refused() -> None:
 def test_check_pairs_follows_the_check_setting() -> None:
     assert GateSettings(batch_pairs=7).check_pairs == 1
     assert GateSettings(batch_pairs=7, check="batch").check_pairs == 7
+
+
+@pytest.mark.parametrize(
+    ("values", "high"),
+    [
+        (stats.TRINOMIAL_SCORES, 40),  # small counts: rows keyed as integers
+        (stats.PENTANOMIAL_SCORES, 120),
+        (stats.PENTANOMIAL_SCORES, 10**5),  # too large to key: np.unique over rows
+    ],
+    ids=["trinomial", "pentanomial", "huge-counts"],
+)
+def test_the_simulators_shared_llr_is_that_of_the_distinct_rows(values: Any, high: int) -> None:
+    # the LLR of each distinct count vector, solved together with the others (a batched
+    # solve: values are those of the distinct rows solved as one batch, whatever order)
+    import numpy as np
+
+    from cosmic_curriculum.gate import _llr_unique
+
+    rng = np.random.default_rng(3)
+    distinct = rng.integers(0, high, size=(40, len(values)))
+    counts = distinct[rng.integers(0, 40, size=500)]  # many trials share a count vector
+    uniq, inverse = np.unique(counts, axis=0, return_inverse=True)
+    want = np.asarray(stats.gsprt_llr(uniq, values, 0.5, 0.45))[inverse.reshape(-1)]
+    assert _llr_unique(counts, values, 0.5, 0.45).tolist() == want.tolist()
