@@ -136,8 +136,9 @@ def checkpoint_bot(path: Path) -> Any:
     """The bot of one SB3 checkpoint, exported as the trainer exports its final one."""
     from stable_baselines3 import PPO
 
-    from cosmic_curriculum import bots, export
+    from cosmic_curriculum import bots
     from cosmic_curriculum.arena.settings import GameSettings
+    from cosmic_curriculum.train import policy_to_bot as export
     from cosmic_curriculum.train.checkpoints import checkpoint_game
 
     model = PPO.load(path, device="cpu")
@@ -161,7 +162,7 @@ def score(bot: Any, opponent: Any) -> float:
 def curve(ws: Path, experiments: list[str], budgets: list[int]) -> list[tuple[int, float]]:
     """(timesteps spent so far, score against the rookie) at every checkpoint."""
     from cosmic_curriculum.bots import bot_from_spec
-    from cosmic_curriculum.layout import step_checkpoints
+    from cosmic_curriculum.workspace.layout import step_checkpoints
 
     rookie = bot_from_spec("rookie")
     points: list[tuple[int, float]] = []

@@ -23,11 +23,12 @@ from pathlib import Path
 
 import numpy as np
 
-from cosmic_curriculum import bots, evaluate
+from cosmic_curriculum import bots
 from cosmic_curriculum.arena.match import play_pairs
 from cosmic_curriculum.arena.observations import OBS_SIZE
 from cosmic_curriculum.arena.rules import ACT_SIZE
 from cosmic_curriculum.arena.settings import GameSettings
+from cosmic_curriculum.evaluation import evaluate
 
 
 def random_mlp_document(seed: int, hidden: tuple[int, ...] = (64, 64)) -> dict[str, object]:

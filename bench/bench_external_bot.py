@@ -44,7 +44,8 @@ def main() -> None:
     import numpy as np
     from bench_eval import evaluation_arguments, random_mlp_document
 
-    from cosmic_curriculum import bots, evaluate
+    from cosmic_curriculum import bots
+    from cosmic_curriculum.evaluation import evaluate
 
     _, args = evaluation_arguments(__doc__ or "")
 

@@ -80,7 +80,7 @@ def play(bot: Path, opponent: Path, seed: int, scratch: Path) -> tuple[str, floa
     """``W–L–D, score`` of ``bot`` in 200 paired episodes, played by the evaluator of
     `cosmic-curriculum evaluate BOT OPPONENT --episodes 200 --seed S` (the game is the
     bot's own, the pairs' kickoffs come from ``seed``)."""
-    from cosmic_curriculum.evaluate import run_evaluation
+    from cosmic_curriculum.evaluation.evaluate import run_evaluation
 
     r = run_evaluation(bot, opponent, history_path=scratch, episodes=2 * N_PAIRS, seed=seed)
     wins, losses, draws = r["wins_a"], r["wins_b"], r["draws"]

@@ -4,7 +4,8 @@
 start fast: building the whole Typer app imports Typer, Click and the trainer's option
 models. A `status` command line made only of the options below is run here without them;
 anything else (`--help`, a typo, a bad value) goes to the Typer app, which prints its
-usual help or one-line usage error. Both paths call :func:`show_status`.
+usual help or one-line usage error. Both paths call
+:func:`cosmic_curriculum.status.show.show_status`.
 """
 
 from __future__ import annotations
@@ -13,46 +14,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-WATCH_INTERVAL = 2.0  # seconds between refreshes of `status --watch`
-MIN_WATCH_INTERVAL = 0.1
+from cosmic_curriculum.status.show import MIN_WATCH_INTERVAL, show_status
+
 _VALUE_OPTIONS = ("--workspace", "--config", "--interval", "--count")
 _FLAGS = {"--json": "as_json", "--watch": "watch"}
-
-
-def show_status(
-    workspace: Path = Path("."),
-    config: Path | None = None,
-    as_json: bool = False,
-    watch: bool = False,
-    interval: float = WATCH_INTERVAL,
-    count: int | None = None,
-) -> int:
-    """Print `status` once, or (``watch``) redraw it in place until Ctrl-C / ``count``
-    frames; the exit code: 0, or 2 when stages.toml is missing or invalid (after showing
-    what the state says). Raises CurriculumError (the CLI turns it into one line and an
-    exit code)."""
-    from cosmic_curriculum.report import status_data
-
-    data = status_data(workspace, config)
-    code = 0 if data["config_loaded"] else 2
-    if as_json:
-        import json
-
-        sys.stdout.write(json.dumps(data, indent=2) + "\n")
-        return code
-    if not watch:
-        # drawn without Rich, whose import alone would cost more than the rest of status
-        from cosmic_curriculum.status_text import render_status, terminal_width, wants_colour
-
-        out = sys.stdout
-        out.write(render_status(data, terminal_width(out), wants_colour(out)))
-        return code
-    from rich.console import Console
-
-    from cosmic_curriculum.watch import watch_status
-
-    watch_status(Console(highlight=False), lambda: status_data(workspace, config), interval, count)
-    return 0
 
 
 def _status_options(args: list[str]) -> dict[str, Any] | None:

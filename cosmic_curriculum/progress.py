@@ -16,7 +16,7 @@ import json
 import math
 from typing import Any
 
-from cosmic_curriculum.fsio import loads
+from cosmic_curriculum.system.fsio import loads
 
 PROGRESS_PREFIX = "@progress "
 _OPTIONAL = ("fps", "reward", "win_rate")

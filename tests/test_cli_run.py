@@ -27,8 +27,8 @@ from fakes.workspace import (
 )
 from gitutil import git, init_repo
 
-from cosmic_curriculum import runner
-from cosmic_curriculum.fsio import PAUSE_ENV
+from cosmic_curriculum.system import processes as runner
+from cosmic_curriculum.system.fsio import PAUSE_ENV
 
 EXPS = ["curric-s1-score", "curric-s2-defend", "curric-s3-no_draws"]
 _STARTED: list[tuple[subprocess.Popen[bytes], Path]] = []
@@ -236,7 +236,7 @@ def test_init_creates_a_workspace_that_runs(tmp_path: Path) -> None:
     for name in ("stages.toml", "curriculum_state.json", "eval_history.json", ".gitignore"):
         assert (target / name).is_file(), name
     assert json.loads((target / "eval_history.json").read_text()) == []
-    from cosmic_curriculum.config import preset_path
+    from cosmic_curriculum.workspace.config import preset_path
 
     assert (target / "stages.toml").read_text() == preset_path("quick").read_text()
     assert "checkpoints/" in (target / ".gitignore").read_text()

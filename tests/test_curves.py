@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from cosmic_curriculum import curves
 from cosmic_curriculum.progress import format_progress
+from cosmic_curriculum.reports import curves
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
-from cosmic_curriculum import evaluate, history, ladder
 from cosmic_curriculum.arena.settings import GameSettings
 from cosmic_curriculum.bots import (
     bot_sha256,
@@ -24,7 +23,9 @@ from cosmic_curriculum.bots import (
 )
 from cosmic_curriculum.cli import app
 from cosmic_curriculum.errors import EvaluationError
-from cosmic_curriculum.gate import GateSettings, decide
+from cosmic_curriculum.evaluation import evaluate, ladder
+from cosmic_curriculum.evaluation.gate import GateSettings, decide
+from cosmic_curriculum.workspace import history
 
 # Short games keep these tests fast; outcomes still vary (goals and timeouts both occur).
 FAST = GameSettings(time_limit=8.0)

@@ -12,10 +12,11 @@ import torch
 from stable_baselines3 import PPO
 from torch import nn
 
-from cosmic_curriculum import bots, export
+from cosmic_curriculum import bots
 from cosmic_curriculum.arena import OBS_SIZE, GameSettings
 from cosmic_curriculum.arena.vec_env import ArenaVecEnv
 from cosmic_curriculum.errors import TrainerError
+from cosmic_curriculum.train import policy_to_bot as export
 
 torch.set_num_threads(1)
 sys.path.insert(0, str(Path(__file__).resolve().parent / "bots"))  # bot_helpers

@@ -36,7 +36,7 @@ from fakes.workspace import (
 )
 from gitutil import git
 
-from cosmic_curriculum import fsio, runner
+from cosmic_curriculum.curriculum.reporter import Reporter
 from cosmic_curriculum.errors import (
     BlockedError,
     EvaluationError,
@@ -44,7 +44,8 @@ from cosmic_curriculum.errors import (
     StateError,
     TrainerError,
 )
-from cosmic_curriculum.reporter import Reporter
+from cosmic_curriculum.system import fsio
+from cosmic_curriculum.system import processes as runner
 
 REPO_BOTS = Path(__file__).resolve().parent.parent / "bots"
 EXPS = ["curric-s1-score", "curric-s2-defend", "curric-s3-no_draws"]
@@ -406,7 +407,7 @@ def test_stale_index_lock_is_removed_unless_a_git_runs_in_this_repository(
 ) -> None:
     """A git process elsewhere (an editor polling another repository) must not keep a
     stale lock here forever; one working in this repository must."""
-    from cosmic_curriculum import vcs
+    from cosmic_curriculum.vcs import repo as vcs
 
     fake_git = tmp_path / "bin" / "git"
     fake_git.parent.mkdir()
@@ -613,7 +614,7 @@ def test_atomic_write_errors_name_the_target_not_the_temp_file(
 def test_workspace_lock_that_cannot_be_created_is_a_one_line_error(
     env_ws: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from cosmic_curriculum import state as state_module
+    from cosmic_curriculum.workspace import state as state_module
 
     real_open = os.open
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from cosmic_curriculum.errors import StateError
-from cosmic_curriculum.fsio import atomic_write_json, clean_stale_temps, read_json
+from cosmic_curriculum.system.fsio import atomic_write_json, clean_stale_temps, read_json
 
 
 def test_atomic_write_roundtrip(tmp_path: Path) -> None:
@@ -75,7 +75,7 @@ def test_clean_stale_temps_only_touches_ours(tmp_path: Path) -> None:
 WRITER = """
 import sys
 from pathlib import Path
-from cosmic_curriculum.fsio import atomic_write_json
+from cosmic_curriculum.system.fsio import atomic_write_json
 target = Path(sys.argv[1])
 i = 0
 print("ready", flush=True)

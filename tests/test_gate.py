@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from cosmic_curriculum import stats
-from cosmic_curriculum.gate import GateSettings, decide, margin_fails, margin_fraction
+from cosmic_curriculum.evaluation import stats
+from cosmic_curriculum.evaluation.gate import GateSettings, decide, margin_fails, margin_fraction
 
 MARGIN = GateSettings()
 SPRT = GateSettings(rule="sprt")
@@ -149,7 +149,7 @@ def test_the_simulators_shared_llr_is_that_of_the_distinct_rows(values: Any, hig
     # solve: values are those of the distinct rows solved as one batch, whatever order)
     import numpy as np
 
-    from cosmic_curriculum.gate import _llr_unique
+    from cosmic_curriculum.evaluation.gate import _llr_unique
 
     rng = np.random.default_rng(3)
     distinct = rng.integers(0, high, size=(40, len(values)))

@@ -18,7 +18,12 @@ import pytest
 from typer.testing import CliRunner
 
 from cosmic_curriculum.cli import app
-from cosmic_curriculum.gate import GateSettings, SimSpec, outcome_probabilities, simulate_table
+from cosmic_curriculum.evaluation.gate import (
+    GateSettings,
+    SimSpec,
+    outcome_probabilities,
+    simulate_table,
+)
 
 DRAWS = (0.0, 0.2, 0.4)
 MARGIN_FALSE_FAIL = (0.065, 0.055, 0.031)

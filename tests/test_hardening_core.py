@@ -27,9 +27,9 @@ from fakes.workspace import run_in_process as run
 from cosmic_curriculum.errors import ConfigError, StateError, TrainerError
 from cosmic_curriculum.launchers import LaunchSpec, TrainerRecord
 from cosmic_curriculum.launchers.local import LocalLauncher
+from cosmic_curriculum.launchers.tmux import TMUX_SOCKET_ENV
 from cosmic_curriculum.progress import parse_progress_line
-from cosmic_curriculum.state import load_state
-from cosmic_curriculum.workspace import TMUX_SOCKET_ENV
+from cosmic_curriculum.workspace.state import load_state
 
 
 def status(ws: Path) -> subprocess.CompletedProcess[str]:
@@ -268,7 +268,7 @@ def test_processes_of_an_attempt_are_found_by_their_tag(tmp_path: Path) -> None:
     deadline = time.monotonic() + 20
     while "grandchild" not in (tmp_path / "x.log").read_text() and time.monotonic() < deadline:
         time.sleep(0.05)
-    from cosmic_curriculum import runner
+    from cosmic_curriculum.system import processes as runner
 
     tagged = runner.tagged_processes("COSMIC_CURRICULUM_ATTEMPT", "t:1")
     assert len(tagged) == 2 and handle.pid in tagged
@@ -292,8 +292,8 @@ def test_a_setsid_grandchild_does_not_outlive_its_attempt(tmp_path: Path) -> Non
     end = toml.index("\n", start)
     (ws / "stages.toml").write_text(toml[:start] + 'training_command = ["./train.sh"]' + toml[end:])
     assert run(ws).status == "done"
-    from cosmic_curriculum import runner
-    from cosmic_curriculum.layout import Layout
+    from cosmic_curriculum.system import processes as runner
+    from cosmic_curriculum.workspace.layout import Layout
 
     tag = Layout(ws.resolve()).attempt_tag("curric-s1-score")
     assert runner.tagged_processes("COSMIC_CURRICULUM_ATTEMPT", tag) == []

@@ -16,13 +16,15 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from cosmic_curriculum import evaluate, fsio, history
 from cosmic_curriculum.arena.settings import GameSettings
 from cosmic_curriculum.bots import load_bot, save_bot, simple_bot_document
 from cosmic_curriculum.cli import app
 from cosmic_curriculum.errors import BotError, ConfigError, StateError
-from cosmic_curriculum.layout import LOCK_FILE, STATE_FILE
-from cosmic_curriculum.state import WorkspaceLock
+from cosmic_curriculum.evaluation import evaluate
+from cosmic_curriculum.system import fsio
+from cosmic_curriculum.workspace import history
+from cosmic_curriculum.workspace.layout import LOCK_FILE, STATE_FILE
+from cosmic_curriculum.workspace.state import WorkspaceLock
 
 ROOT = Path(__file__).resolve().parent.parent
 # One physics tick per game: enough to exercise batching, memory and files in no time.
@@ -66,7 +68,7 @@ def held(tmp_path: Path) -> Iterator[Path]:
     ws = tmp_path / "ws"
     ws.mkdir()
     code = (
-        "import sys, time; from cosmic_curriculum.state import WorkspaceLock; "
+        "import sys, time; from cosmic_curriculum.workspace.state import WorkspaceLock; "
         "WorkspaceLock(sys.argv[1]).acquire(); print('ready', flush=True); time.sleep(60)"
     )
     holder = subprocess.Popen(
@@ -406,7 +408,7 @@ def put_stage_index(ws: Path, index: int) -> None:
 def test_status_of_a_state_far_past_the_stages_is_fast_bounded_and_says_so(
     ws: Path, index: int
 ) -> None:
-    from cosmic_curriculum import report
+    from cosmic_curriculum.status import facts as report
 
     put_stage_index(ws, index)
     started = time.monotonic()

@@ -26,11 +26,11 @@ from fakes.workspace import (
 )
 from gitutil import git, init_repo
 
-from cosmic_curriculum import vcs
+from cosmic_curriculum.curriculum.reporter import Reporter
 from cosmic_curriculum.errors import GitError, UncommittedError
-from cosmic_curriculum.gitcmd import DEFAULT_TIMEOUT, TIMEOUT_ENV, git_timeout
-from cosmic_curriculum.publish import publish
-from cosmic_curriculum.reporter import Reporter
+from cosmic_curriculum.train.publish import publish
+from cosmic_curriculum.vcs import repo as vcs
+from cosmic_curriculum.vcs.gitcmd import DEFAULT_TIMEOUT, TIMEOUT_ENV, git_timeout
 
 EXP = "curric-s1-score"
 
@@ -267,7 +267,7 @@ def test_a_run_without_git_never_reports_an_uncommitted_result(tmp_path: Path) -
     skip override commits unconditionally)."""
     from cosmic_curriculum.curriculum.context import Run, RunOptions
     from cosmic_curriculum.curriculum.persist import commit, final_error
-    from cosmic_curriculum.state import load_state
+    from cosmic_curriculum.workspace.state import load_state
 
     ws = make_workspace(tmp_path / "ws", git_repo=False)
     rec = Recorder()
@@ -283,7 +283,7 @@ def test_a_lock_our_killed_run_left_goes_even_while_its_orphaned_git_runs(tmp_pa
     our own stale index.lock forever (every later commit failed)."""
     import subprocess
 
-    from cosmic_curriculum.gitcommit import LOCK_OWNER
+    from cosmic_curriculum.vcs.commit import LOCK_OWNER
 
     repo = init_repo(tmp_path / "r")
     lock = repo / ".git" / "index.lock"

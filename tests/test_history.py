@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from cosmic_curriculum import history
 from cosmic_curriculum.errors import EvaluationError, StateError
+from cosmic_curriculum.workspace import history
 
 SEED = [{"wins_a": 50, "wins_b": 40, "draws": 10, "episodes": 100, "note": "seed"}]
 

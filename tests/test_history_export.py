@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cosmic_curriculum.cli import app
-from cosmic_curriculum.history_export import COLUMNS
+from cosmic_curriculum.reports.history_table import COLUMNS
 
 FULL = {
     "wins_a": 30,

@@ -15,7 +15,7 @@ from cosmic_curriculum.arena.settings import GameSettings
 from cosmic_curriculum.bots import save_bot, simple_bot_document
 from cosmic_curriculum.cli import app
 from cosmic_curriculum.errors import EvaluationError
-from cosmic_curriculum.ladder import discover, markdown_table, run_ladder
+from cosmic_curriculum.evaluation.ladder import discover, markdown_table, run_ladder
 
 SHIPPED = Path(__file__).resolve().parent.parent / "bots"
 NAMES = ["inert", "random", "rookie"]

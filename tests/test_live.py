@@ -19,12 +19,12 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from cosmic_curriculum.cli import app
-from cosmic_curriculum.layout import LOCK_FILE
-from cosmic_curriculum.live import eta_seconds, format_duration, lock_holder
-from cosmic_curriculum.report import decision_interval
-from cosmic_curriculum.reporter import ConsoleReporter
-from cosmic_curriculum.state import Attempt, WorkspaceLock
-from cosmic_curriculum.workspace import TMUX_SOCKET_ENV
+from cosmic_curriculum.curriculum.reporter import ConsoleReporter
+from cosmic_curriculum.launchers.tmux import TMUX_SOCKET_ENV
+from cosmic_curriculum.status.facts import decision_interval
+from cosmic_curriculum.workspace.layout import LOCK_FILE
+from cosmic_curriculum.workspace.live import eta_seconds, format_duration, lock_holder
+from cosmic_curriculum.workspace.state import Attempt, WorkspaceLock
 
 
 def cli(

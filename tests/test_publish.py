@@ -1,4 +1,4 @@
-"""`python -m cosmic_curriculum.publish`: commits only the experiment's bot, log and curve
+"""`python -m cosmic_curriculum.train.publish`: commits only the experiment's bot, log and curve
 in a real git repository, leaves the user's work alone, and treats a failed push as a
 warning (exit 0) but a failed commit as a one-line error (exit 1)."""
 
@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from gitutil import git, init_repo
 
-from cosmic_curriculum.layout import published_paths
-from cosmic_curriculum.publish import main, publish
+from cosmic_curriculum.train.publish import main, publish
+from cosmic_curriculum.workspace.layout import published_paths
 
 EXP = "curric-s1-score"
 OURS = [f"bots/{EXP}.json", f"logs/{EXP}.curve.png", f"logs/{EXP}.log"]
@@ -131,7 +131,7 @@ def test_a_failed_commit_is_one_line_and_exit_1(
 def test_module_entry_point_in_the_workspace(ws: Path) -> None:
     write_results(ws)
     result = subprocess.run(
-        [sys.executable, "-m", "cosmic_curriculum.publish", EXP],
+        [sys.executable, "-m", "cosmic_curriculum.train.publish", EXP],
         cwd=ws,
         capture_output=True,
         text=True,
@@ -144,7 +144,7 @@ def test_module_entry_point_in_the_workspace(ws: Path) -> None:
 
 
 def test_the_curriculum_commits_the_onnx_twin_run_training_leaves_it(ws: Path) -> None:
-    from cosmic_curriculum.layout import committed_paths
+    from cosmic_curriculum.workspace.layout import committed_paths
 
     assert committed_paths("e1") == [*published_paths("e1"), Path("bots/e1.onnx")]
     write_results(ws)

@@ -15,10 +15,10 @@ from fakes.workspace import cli_env, fake_env, make_workspace, run_in_process, w
 from gitutil import git
 from PIL import Image
 
-from cosmic_curriculum.config import load_config
 from cosmic_curriculum.errors import BlockedError
-from cosmic_curriculum.state import CurriculumState, LogEntry
-from cosmic_curriculum.summary import ladder
+from cosmic_curriculum.reports.summary import ladder
+from cosmic_curriculum.workspace.config import load_config
+from cosmic_curriculum.workspace.state import CurriculumState, LogEntry
 
 IMAGE = re.compile(r"!\[[^\]]*\]\(([^)]+)\)")
 LIMIT = 200_000

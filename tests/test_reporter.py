@@ -8,8 +8,8 @@ from pathlib import Path
 from rich.console import Console
 from test_report import FAILED, PASSED, S1, S2
 
-from cosmic_curriculum.reporter import ConsoleReporter, Reporter
-from cosmic_curriculum.state import Attempt, CurriculumState
+from cosmic_curriculum.curriculum.reporter import ConsoleReporter, Reporter
+from cosmic_curriculum.workspace.state import Attempt, CurriculumState
 
 
 def test_the_base_reporter_ignores_every_event() -> None:

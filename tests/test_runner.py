@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cosmic_curriculum import runner
+from cosmic_curriculum.system import processes as runner
 
 
 def test_start_time_matches_proc_and_is_none_for_dead_pid() -> None:

@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 from fakes.workspace import cli_env, make_workspace, run_cli, trainer_runs
 
-from cosmic_curriculum.config import load_config
 from cosmic_curriculum.errors import ConfigError
+from cosmic_curriculum.workspace.config import load_config
 
 PACKAGE = Path(__file__).resolve().parent.parent / "cosmic_curriculum"
 TRAIN = [sys.executable, "-m", "cosmic_curriculum", "train"]
@@ -89,7 +89,7 @@ def test_detached_run_keeps_every_argument_literal(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """tmux splits its argv at arguments ending in ';': they must stay one argument."""
-    from cosmic_curriculum.workspace import TMUX_SOCKET_ENV, start_detached
+    from cosmic_curriculum.launchers.tmux import TMUX_SOCKET_ENV, start_detached
 
     socket = f"cc-sec-{os.getpid()}-{secrets.token_hex(3)}"
     monkeypatch.setenv(TMUX_SOCKET_ENV, socket)
@@ -121,7 +121,7 @@ def test_stage_names_that_could_leave_the_workspace_are_refused(tmp_path: Path, 
 
 
 def test_every_path_derived_from_names_is_inside_the_workspace(tmp_path: Path) -> None:
-    from cosmic_curriculum.layout import Layout, experiment_name
+    from cosmic_curriculum.workspace.layout import Layout, experiment_name
 
     ws = make_workspace(tmp_path / "ws", stages=["score", "x-y_9", "0"], git_repo=False)
     paths = Layout(ws.resolve())

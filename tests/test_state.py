@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from cosmic_curriculum.errors import LockError, StateError
-from cosmic_curriculum.state import (
+from cosmic_curriculum.workspace.state import (
     Attempt,
     CurriculumState,
     WorkspaceLock,
@@ -142,7 +142,7 @@ def test_lock_survives_in_an_inheriting_child(tmp_path: Path) -> None:
 
 def test_a_first_release_state_round_trips_byte_for_byte(tmp_path: Path) -> None:
     """Every key the first release wrote (some then undeclared) keeps its place and value."""
-    from cosmic_curriculum.fsio import dumps_json
+    from cosmic_curriculum.system.fsio import dumps_json
 
     entry = {"stage_index": 0, "experiment": "curric-s1-a", "attempt": 0, "decision": "fail"}
     forced = {**entry, "attempt": 1, "decision": "pass", "reason": "r", "forced_retry": True}

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from cosmic_curriculum import stats
+from cosmic_curriculum.evaluation import stats
 
 
 def test_score_counts_draws_as_half() -> None:

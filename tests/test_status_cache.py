@@ -13,12 +13,18 @@ from pathlib import Path
 import pytest
 from fakes.workspace import make_workspace
 
-from cosmic_curriculum import status_cache
 from cosmic_curriculum.errors import StateError
-from cosmic_curriculum.layout import HISTORY_FILE, STATE_FILE
 from cosmic_curriculum.progress import format_progress
-from cosmic_curriculum.report import status_data
-from cosmic_curriculum.state import Attempt, Candidate, CurriculumState, LogEntry, save_state
+from cosmic_curriculum.status import cache as status_cache
+from cosmic_curriculum.status.facts import status_data
+from cosmic_curriculum.workspace.layout import HISTORY_FILE, STATE_FILE
+from cosmic_curriculum.workspace.state import (
+    Attempt,
+    Candidate,
+    CurriculumState,
+    LogEntry,
+    save_state,
+)
 
 S1, S2 = "curric-s1-score", "curric-s2-defend"
 
@@ -121,7 +127,8 @@ def test_cached_status_is_the_uncached_one(
 def test_a_hit_does_not_import_pydantic(ws: Path) -> None:
     retried_and_training(ws)
     probe = (
-        "import sys; from pathlib import Path; from cosmic_curriculum.report import status_data;"
+        "import sys; from pathlib import Path;"
+        " from cosmic_curriculum.status.facts import status_data;"
         f" d = status_data(Path({str(ws)!r})); print(d['stages'][0]['trend'][-1]['timesteps'],"
         " 'pydantic' in sys.modules)"
     )

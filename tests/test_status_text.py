@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from cosmic_curriculum import status_text
-from cosmic_curriculum.status_text import cell_width, render_status, render_table, wants_colour
+from cosmic_curriculum.status import text as status_text
+from cosmic_curriculum.status.text import cell_width, render_status, render_table, wants_colour
 
 SGR = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -184,8 +184,8 @@ def test_status_on_a_real_terminal_wraps_and_colours(tmp_path: Path) -> None:
 
     from fakes.workspace import make_workspace
 
-    from cosmic_curriculum.layout import STATE_FILE
-    from cosmic_curriculum.state import CurriculumState, LogEntry, save_state
+    from cosmic_curriculum.workspace.layout import STATE_FILE
+    from cosmic_curriculum.workspace.state import CurriculumState, LogEntry, save_state
 
     ws = make_workspace(tmp_path / "ws", git_repo=False)
     skipped = LogEntry(

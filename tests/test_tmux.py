@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from fakes.workspace import cli_env, make_workspace, read_state, set_scripts
 
-from cosmic_curriculum import runner
-from cosmic_curriculum.workspace import TMUX_SOCKET_ENV, session_name
+from cosmic_curriculum.launchers.tmux import TMUX_SOCKET_ENV, session_name
+from cosmic_curriculum.system import processes as runner
 
 REPO = Path(__file__).resolve().parent.parent
 pytestmark = [
@@ -115,7 +115,7 @@ def test_kill_session_stops_the_trainer_and_resume_continues(tmp_path: Path, soc
 
 
 def test_detach_refuses_while_another_run_holds_the_workspace(tmp_path: Path, socket: str) -> None:
-    from cosmic_curriculum.state import WorkspaceLock
+    from cosmic_curriculum.workspace.state import WorkspaceLock
 
     ws = make_workspace(tmp_path / "ws")
     with WorkspaceLock(ws):

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from gitutil import git, init_repo
 
-from cosmic_curriculum import vcs
 from cosmic_curriculum.errors import GitError
+from cosmic_curriculum.vcs import repo as vcs
 
 
 def test_commit_paths_on_repo_without_commits(tmp_path: Path) -> None:

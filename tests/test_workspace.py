@@ -15,20 +15,19 @@ from pathlib import Path
 import pytest
 from gitutil import git, init_repo
 
-from cosmic_curriculum.config import load_config, preset_path
 from cosmic_curriculum.errors import ConfigError, LockError
-from cosmic_curriculum.layout import LOCK_FILE, STATE_FILE
-from cosmic_curriculum.state import WorkspaceLock, load_state
-from cosmic_curriculum.workspace import (
+from cosmic_curriculum.launchers.tmux import (
     TMUX_SOCKET_ENV,
-    init_workspace,
-    is_workspace,
     session_exists,
     session_name,
     start_detached,
     tmux_argv,
     tmux_literal,
 )
+from cosmic_curriculum.workspace.config import load_config, preset_path
+from cosmic_curriculum.workspace.init import init_workspace, is_workspace
+from cosmic_curriculum.workspace.layout import LOCK_FILE, STATE_FILE
+from cosmic_curriculum.workspace.state import WorkspaceLock, load_state
 
 FILES = [
     "stages.toml",

@@ -32,12 +32,13 @@ from typing import Any, ParamSpec, TypeVar
 import numpy as np
 from numpy.typing import NDArray
 
-from cosmic_curriculum import fsio, runner
 from cosmic_curriculum.arena.observations import OBS_SIZE
 from cosmic_curriculum.arena.policy import F32, check_decision_ticks
 from cosmic_curriculum.arena.rules import ACT_SIZE
-from cosmic_curriculum.config import BOT_TIMEOUT_SECONDS
+from cosmic_curriculum.defaults import BOT_TIMEOUT_SECONDS
 from cosmic_curriculum.errors import BotError
+from cosmic_curriculum.system import fsio
+from cosmic_curriculum.system import processes as runner
 
 PROTOCOL = "cosmic-bot/1"
 EXEC_PREFIX = "exec:"
@@ -167,7 +168,7 @@ class ExternalBot:
             path = Path(found) if found else None
             if path is None:
                 raise self._fault(f"program {program!r} is not on PATH", stderr=False)
-        from cosmic_curriculum.launchers.local import start_problem
+        from cosmic_curriculum.system.processes import start_problem
 
         assert path is not None
         problem = start_problem(path)

@@ -14,7 +14,6 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from cosmic_curriculum import fsio
 from cosmic_curriculum.arena.observations import OBS_SIZE
 from cosmic_curriculum.arena.policy import Policy as Bot
 from cosmic_curriculum.arena.rules import ACT_SIZE
@@ -36,6 +35,7 @@ from cosmic_curriculum.bots.veteran import (
     VeteranParams,
 )
 from cosmic_curriculum.errors import BotError
+from cosmic_curriculum.system import fsio
 
 
 def _floats(values: Any) -> list[Any]:
@@ -143,17 +143,6 @@ def bot_from_document(doc: Any, source: str = "<document>") -> Bot:
         return ScriptedBot(valid.params, valid.decision_ticks, valid.game)
     simple = InertBot if valid.kind == "inert" else RandomBot
     return simple(valid.decision_ticks, valid.game)
-
-
-def load_bot(path: str | Path) -> Bot:
-    """Read and validate a bot file (JSON, or ``.onnx`` run by onnxruntime); any fault
-    raises ``BotError`` naming file and fault."""
-    path = Path(path)
-    if path.suffix.lower() == ".onnx":
-        from cosmic_curriculum.bots.onnx_model import load_onnx_bot  # onnxruntime: lazily
-
-        return load_onnx_bot(path)
-    return bot_from_document(read_document(path), str(path))
 
 
 def read_document(path: Path) -> Any:

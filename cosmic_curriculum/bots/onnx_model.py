@@ -20,7 +20,6 @@ import numpy as np
 from numpy.typing import NDArray
 from pydantic import ValidationError
 
-from cosmic_curriculum import fsio
 from cosmic_curriculum.arena.observations import OBS_SIZE
 from cosmic_curriculum.arena.policy import F32, check_decision_ticks
 from cosmic_curriculum.arena.rules import ACT_SIZE
@@ -29,6 +28,7 @@ from cosmic_curriculum.bots.format import bot_from_document, bot_sha256, read_do
 from cosmic_curriculum.bots.mlp import OBS_CLIP, MlpBot
 from cosmic_curriculum.bots.schema import fault, validate_document
 from cosmic_curriculum.errors import BotError
+from cosmic_curriculum.system import fsio
 
 if TYPE_CHECKING:
     from onnx import ModelProto

@@ -12,7 +12,7 @@ from cosmic_curriculum.bots.external import EXEC_PREFIX, ExecSpec, ExternalBot, 
 from cosmic_curriculum.bots.format import (
     bot_from_document,
     bot_sha256,
-    load_bot,
+    read_document,
     rookie_document,
     veteran_document,
 )
@@ -21,6 +21,17 @@ from cosmic_curriculum.errors import BotError
 
 # A bot file or an external program.
 BotSource = Path | ExecSpec
+
+
+def load_bot(path: str | Path) -> Bot:
+    """Read and validate a bot file (JSON, or ``.onnx`` run by onnxruntime); any fault
+    raises ``BotError`` naming file and fault."""
+    path = Path(path)
+    if path.suffix.lower() == ".onnx":
+        from cosmic_curriculum.bots.onnx_model import load_onnx_bot  # onnxruntime: lazily
+
+        return load_onnx_bot(path)
+    return bot_from_document(read_document(path), str(path))
 
 
 def bot_from_spec(spec: str, decision_ticks: int = 16) -> Bot:

@@ -6,7 +6,7 @@ turns a :class:`~cosmic_curriculum.errors.CurriculumError` into a one-line messa
 exit code. One module per group of commands: :mod:`.train`, :mod:`.curriculum` (run,
 status, init), :mod:`.evaluate` (evaluate, replay, ladder), :mod:`.gate` (gate simulate),
 :mod:`.reports` (report), :mod:`.export` (export-onnx, history export); :mod:`.app` holds
-the app and the shared error handling. Result tables live in :mod:`cosmic_curriculum.tables`.
+the app and the shared error handling. Result tables live in :mod:`cosmic_curriculum.cli.tables`.
 """
 
 # Importing a command module registers its commands on the app, in --help order.

@@ -76,7 +76,7 @@ def _inherited_lock(directory: Path) -> bool:
     """Whether this process already holds ``directory``'s workspace lock through a
     descriptor it inherited: `run` passes its lock to an `evaluation_command`, which may be
     `cosmic-curriculum evaluate` itself and must not wait for its own parent."""
-    from cosmic_curriculum.layout import LOCK_FILE
+    from cosmic_curriculum.workspace.layout import LOCK_FILE
 
     try:
         lock = os.stat(Path(directory) / LOCK_FILE)
@@ -97,7 +97,7 @@ def workspace_lock(directory: Path, wait: float = LOCK_WAIT_SECONDS) -> Iterator
     """Hold ``directory``'s workspace lock (waiting up to ``wait`` s) around a command that
     writes there, so it never races `run` on the same files. Only the CLI takes it: `run`
     calls the evaluator in-process while it holds the lock itself."""
-    from cosmic_curriculum.state import WorkspaceLock
+    from cosmic_curriculum.workspace.state import WorkspaceLock
 
     if _inherited_lock(directory):
         yield
@@ -112,7 +112,7 @@ def workspace_lock(directory: Path, wait: float = LOCK_WAIT_SECONDS) -> Iterator
 def enclosing_workspace(directory: Path) -> Path | None:
     """The workspace ``directory`` lies in: itself or the nearest parent holding a
     curriculum state or a workspace lock file; None outside any workspace."""
-    from cosmic_curriculum.layout import LOCK_FILE, STATE_FILE
+    from cosmic_curriculum.workspace.layout import LOCK_FILE, STATE_FILE
 
     start = Path(directory).resolve()
     for candidate in (start, *start.parents):

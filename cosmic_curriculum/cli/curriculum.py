@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from cosmic_curriculum.cli.app import OneLineUsageCommand, app, guarded
-from cosmic_curriculum.entry import MIN_WATCH_INTERVAL, WATCH_INTERVAL, show_status
+from cosmic_curriculum.status.show import MIN_WATCH_INTERVAL, WATCH_INTERVAL, show_status
 
 
 @app.command("run", cls=OneLineUsageCommand)
@@ -67,7 +67,8 @@ def run_command(
     """Run the curriculum, or resume it exactly where it stopped."""
 
     def go() -> None:
-        from cosmic_curriculum.curriculum import RunOptions, check_run, run_curriculum
+        from cosmic_curriculum.curriculum.context import RunOptions
+        from cosmic_curriculum.curriculum.loop import check_run, run_curriculum
 
         options = RunOptions(
             workspace=workspace,
@@ -84,11 +85,11 @@ def run_command(
             attempt_timeout=attempt_timeout,
         )
         if not detach:
-            from cosmic_curriculum.reporter import ConsoleReporter
+            from cosmic_curriculum.curriculum.reporter import ConsoleReporter
 
             run_curriculum(options, ConsoleReporter())
             return
-        from cosmic_curriculum.workspace import start_detached
+        from cosmic_curriculum.launchers.tmux import start_detached
 
         argv = [sys.executable, "-m", "cosmic_curriculum", "run"]
         argv += ["--workspace", str(workspace.resolve())]
@@ -152,7 +153,7 @@ def attach_command(
     """Attach this terminal to the run's tmux session (detach again with Ctrl-b d)."""
     import os
 
-    from cosmic_curriculum.workspace import attach_argv
+    from cosmic_curriculum.launchers.tmux import attach_argv
 
     argv = guarded(lambda: attach_argv(workspace))
     env = {k: v for k, v in os.environ.items() if k != "TMUX"}  # also from inside tmux
@@ -169,7 +170,7 @@ def init_command(
     state, git."""
 
     def go() -> None:
-        from cosmic_curriculum.workspace import init_workspace
+        from cosmic_curriculum.workspace.init import init_workspace
 
         result = init_workspace(workspace, preset)
         verb = "updated" if result.already else "created"

@@ -15,7 +15,7 @@ from cosmic_curriculum.cli.app import (
     guarded,
     workspace_lock,
 )
-from cosmic_curriculum.config import BOT_TIMEOUT_SECONDS
+from cosmic_curriculum.defaults import BOT_TIMEOUT_SECONDS
 
 LOCK_WAIT_HELP = (
     "Seconds to wait for another process holding the workspace (a `run`, another "
@@ -77,12 +77,13 @@ def evaluate_command(
         from rich.console import Console
         from rich.progress import Progress
 
-        from cosmic_curriculum import fsio, history
         from cosmic_curriculum.bots import as_source
+        from cosmic_curriculum.cli.tables import evaluation_table
         from cosmic_curriculum.errors import ConfigError
-        from cosmic_curriculum.evaluate import run_evaluation
-        from cosmic_curriculum.gate import GateSettings
-        from cosmic_curriculum.tables import evaluation_table
+        from cosmic_curriculum.evaluation.evaluate import run_evaluation
+        from cosmic_curriculum.evaluation.gate import GateSettings
+        from cosmic_curriculum.system import fsio
+        from cosmic_curriculum.workspace import history
 
         rule = gate_rule_option(gate)
         settings = None
@@ -129,8 +130,8 @@ def replay_command(
 
     def run() -> None:
         from cosmic_curriculum.bots import as_source
-        from cosmic_curriculum.evaluate import render_replay
-        from cosmic_curriculum.fsio import check_output_file
+        from cosmic_curriculum.evaluation.evaluate import render_replay
+        from cosmic_curriculum.system.fsio import check_output_file
 
         check_output_file(out, "--out")
         blue, orange = as_source(candidate, bot_timeout), as_source(reference, bot_timeout)
@@ -171,9 +172,9 @@ def ladder_command(
         from rich.console import Console
 
         from cosmic_curriculum.bots import as_source
-        from cosmic_curriculum.fsio import check_output_dir, check_output_file
-        from cosmic_curriculum.ladder import LADDER_FILES, run_ladder
-        from cosmic_curriculum.tables import ladder_table
+        from cosmic_curriculum.cli.tables import ladder_table
+        from cosmic_curriculum.evaluation.ladder import LADDER_FILES, run_ladder
+        from cosmic_curriculum.system.fsio import check_output_dir, check_output_file
 
         check_output_dir(out_dir, "--out-dir")
         for name in LADDER_FILES:

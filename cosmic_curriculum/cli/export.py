@@ -1,5 +1,6 @@
 """`export-onnx` and `history export`: bots and results in formats other tools read
-(the work: :mod:`cosmic_curriculum.bots.onnx_model`, :mod:`cosmic_curriculum.history_export`)."""
+(the work: :mod:`cosmic_curriculum.bots.onnx_model` and
+:mod:`cosmic_curriculum.reports.history_table`)."""
 
 from __future__ import annotations
 
@@ -51,7 +52,7 @@ def history_export_command(
     """One row per evaluation: time, stage, experiment, counts, score, gap, Elo, verdict."""
 
     def run() -> None:
-        from cosmic_curriculum.history_export import export_history
+        from cosmic_curriculum.reports.history_table import export_history
 
         count, text = export_history(history_path, fmt, out)
         if text is not None:

@@ -59,11 +59,16 @@ def gate_simulate_command(
         from pydantic import ValidationError
         from rich.console import Console
 
-        from cosmic_curriculum import fsio
+        from cosmic_curriculum.cli.tables import gate_simulation_table
         from cosmic_curriculum.errors import ConfigError, EvaluationError
-        from cosmic_curriculum.evaluate import check_even
-        from cosmic_curriculum.gate import GateSettings, SimSpec, simulate_table, spec_label
-        from cosmic_curriculum.tables import gate_simulation_table
+        from cosmic_curriculum.evaluation.evaluate import check_even
+        from cosmic_curriculum.evaluation.gate import (
+            GateSettings,
+            SimSpec,
+            simulate_table,
+            spec_label,
+        )
+        from cosmic_curriculum.system import fsio
 
         try:
             rates = [float(x) for x in draws.split(",") if x.strip()]

@@ -27,9 +27,9 @@ def report_command(
     """Write REPORT.md's content as one HTML page (pictures inline) for a browser."""
 
     def go() -> None:
-        from cosmic_curriculum.fsio import atomic_write_text
-        from cosmic_curriculum.layout import Layout
-        from cosmic_curriculum.report_md import html_report
+        from cosmic_curriculum.reports.markdown import html_report
+        from cosmic_curriculum.system.fsio import atomic_write_text
+        from cosmic_curriculum.workspace.layout import Layout
 
         target = out or Layout(workspace.resolve()).report_html
         atomic_write_text(target, html_report(workspace, config))

@@ -22,33 +22,24 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from cosmic_curriculum import fsio, history, runner
-from cosmic_curriculum.curriculum import transitions as t
+from cosmic_curriculum.core import transitions as t
+from cosmic_curriculum.core.rules import CANDIDATE_KEY, SELECTION_KEY
 from cosmic_curriculum.curriculum.context import Run
-from cosmic_curriculum.curriculum.training import (
+from cosmic_curriculum.curriculum.launch import (
     artefacts_fresh,
     check_experiment_artefacts,
     indent,
     logged_spec,
     outcome_problem,
-    parse_time,
     training_argv,
 )
 from cosmic_curriculum.errors import TrainerError
 from cosmic_curriculum.launchers import Handle, LaunchError, RunOutcome, watch_many
-from cosmic_curriculum.launchers.local import start_problem
-from cosmic_curriculum.state import Candidate, utc_now
-
-SELECTION_KEY = "selection"  # in a record: "candidate" (ranks) or "fresh" (decides)
-CANDIDATE_KEY = "candidate_k"  # in a record: which candidate it evaluated
-
-
-def candidate(run: Run, k: int) -> Candidate:
-    for c in run.flight.candidates or []:
-        if c.k == k:
-            return c
-    raise KeyError(k)  # the rules created every k the shell asks for
-
+from cosmic_curriculum.system import fsio
+from cosmic_curriculum.system import processes as runner
+from cosmic_curriculum.system.processes import start_problem
+from cosmic_curriculum.workspace import history
+from cosmic_curriculum.workspace.state import Candidate, utc_now
 
 # --------------------------------------------------------------------------- training
 
@@ -59,7 +50,7 @@ def train_candidates(run: Run) -> None:
     attached, run.attached_candidates = run.attached_candidates, {}
     for k in attached:
         run.reporter.info(
-            f"{candidate(run, k).experiment}: following its training, started by an earlier run"
+            f"{run.candidate(k).experiment}: following its training, started by an earlier run"
         )
     queue: list[int] = []
     for c in run.flight.candidates or []:
@@ -76,7 +67,7 @@ def train_candidates(run: Run) -> None:
         lambda k, outcome: _finished(run, k, outcome),
         running=attached,
         cap=run.config.max_parallel(k_max),
-        on_progress=lambda k, p: run.reporter.candidate_progress(run.flight, candidate(run, k), p),
+        on_progress=lambda k, p: run.reporter.candidate_progress(run.flight, run.candidate(k), p),
         timeout=run.opts.attempt_timeout,
         grace=run.opts.grace_seconds,
     )
@@ -89,12 +80,12 @@ def train_candidates(run: Run) -> None:
 
 def _launch(run: Run, k: int) -> Handle | None:
     """Start candidate ``k``'s training; its launch is saved before it starts."""
-    c = candidate(run, k)
+    c = run.candidate(k)
     step = run.paths.latest_step(c.experiment)
     resume = run.rel(step) if step is not None else run.flight.resume_from
     argv = training_argv(run, run.flight, resume, experiment=c.experiment, seed=c.seed)
     run.record(t.CandidateLaunched(k, resume=resume, now=utc_now()), pause="launch")
-    c = candidate(run, k)
+    c = run.candidate(k)
     spec = logged_spec(
         run,
         c.experiment,
@@ -119,7 +110,7 @@ def _launch(run: Run, k: int) -> Handle | None:
         fsio.fault_point("launched")
         record = handle.record()
         run.record(t.CandidateStarted(k, record.pgid, record.pid, record.start_time), "training")
-        run.reporter.candidate_started(run.flight, candidate(run, k), argv, log_path)
+        run.reporter.candidate_started(run.flight, run.candidate(k), argv, log_path)
     except BaseException:
         run.launcher.stop(handle, run.opts.grace_seconds)
         raise
@@ -127,17 +118,17 @@ def _launch(run: Run, k: int) -> Handle | None:
 
 
 def _finished(run: Run, k: int, outcome: RunOutcome) -> None:
-    problem = outcome_problem(run, outcome, candidate(run, k).experiment)
+    problem = outcome_problem(run, outcome, run.candidate(k).experiment)
     if problem is not None:
         _failed(run, k, f"training command {problem}", outcome.last_progress)
         return
     run.record(t.CandidateTrained(k, outcome.last_progress), pause="trained")
-    run.reporter.candidate_finished(run.flight, candidate(run, k))
+    run.reporter.candidate_finished(run.flight, run.candidate(k))
 
 
 def _failed(run: Run, k: int, problem: str, progress: dict[str, Any] | None = None) -> None:
     run.record(t.CandidateFailed(k, problem, progress))
-    run.reporter.candidate_finished(run.flight, candidate(run, k))
+    run.reporter.candidate_finished(run.flight, run.candidate(k))
 
 
 def _adopt_orphans_result(run: Run, c: Candidate) -> bool:
@@ -159,7 +150,7 @@ def _candidates_error(run: Run, failed: list[Candidate]) -> None:
     """The attempt's error names every failed candidate; their logs are committed; the
     run stops with a one-line error (the next `run` trains only those again)."""
     from cosmic_curriculum.curriculum.persist import commit
-    from cosmic_curriculum.report_md import refresh
+    from cosmic_curriculum.reports.markdown import refresh
 
     detail = "; ".join(f"candidate {c.k} ({c.experiment}): {c.error}" for c in failed)
     run.apply(
@@ -222,7 +213,7 @@ def evaluate_candidates(run: Run) -> None:
         run.reporter.info(f"{c.experiment}: score {t.record_score(record):.3f} (selection)")
     if run.flight.chosen is None:
         run.record(t.CandidateChosen())
-        best = candidate(run, run.flight.chosen or 0)
+        best = run.candidate(run.flight.chosen or 0)
         run.reporter.info(
             f"{best.experiment}: the best of {len(run.flight.candidates or [])} candidates "
             f"(score {best.score:.3f}); re-evaluating it with a fresh seed, which alone is "
@@ -232,7 +223,7 @@ def evaluate_candidates(run: Run) -> None:
     if flight.eval_id is not None and history.find(run.paths.history, flight.eval_id):
         run.record(t.Evaluated(flight.eval_id), pause="evaluated")
         return
-    chosen = candidate(run, flight.chosen or 0)
+    chosen = run.candidate(flight.chosen or 0)
     record = evaluate_bot(
         run,
         chosen.experiment,
@@ -243,19 +234,3 @@ def evaluate_candidates(run: Run) -> None:
         history_before=flight.history_before,
     )
     run.record(t.Evaluated(str(record["id"])), pause="evaluated")
-
-
-def own_candidate_record(
-    records: list[dict[str, Any]], experiment: str, selection: str, since: str
-) -> dict[str, Any] | None:
-    """A record of ``experiment`` with this ``selection`` written after ``since``."""
-    started = parse_time(since)
-    for record in reversed(records):
-        if (
-            record.get("curriculum_experiment") == experiment
-            and record.get(SELECTION_KEY) == selection
-            and "id" in record
-            and parse_time(str(record.get("created_at", ""))) >= started - 1
-        ):
-            return record
-    return None

@@ -1,7 +1,7 @@
 """The shell's context of one `run`: its options, paths, config, state, lock and reporter.
 
 The state changes only through :meth:`Run.apply` (the pure rules of
-:mod:`~cosmic_curriculum.curriculum.transitions`) and reaches disk only through
+:mod:`~cosmic_curriculum.core.transitions`) and reaches disk only through
 :meth:`Run.save` (atomic; a fault point after it lets crash tests kill at a known phase).
 """
 
@@ -11,15 +11,16 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cosmic_curriculum import fsio, runner
-from cosmic_curriculum.config import CurriculumConfig, LauncherConfig
-from cosmic_curriculum.curriculum import transitions
+from cosmic_curriculum.core import transitions
+from cosmic_curriculum.curriculum.reporter import Reporter
 from cosmic_curriculum.errors import StateError
 from cosmic_curriculum.launchers import Handle, Launcher, TrainerRecord
 from cosmic_curriculum.launchers.local import LocalLauncher
-from cosmic_curriculum.layout import Layout
-from cosmic_curriculum.reporter import Reporter
-from cosmic_curriculum.state import (
+from cosmic_curriculum.system import fsio
+from cosmic_curriculum.system import processes as runner
+from cosmic_curriculum.workspace.config import CurriculumConfig, LauncherConfig
+from cosmic_curriculum.workspace.layout import Layout
+from cosmic_curriculum.workspace.state import (
     Attempt,
     Candidate,
     CurriculumState,
@@ -130,6 +131,20 @@ class Run:
         return TrainerRecord(
             candidate.pgid, candidate.pid, candidate.pid_start_time, tag, launch_id, log
         )
+
+    def resolve_program(self, argv: list[str]) -> list[str]:
+        """A command of stages.toml: a relative program path is the workspace's."""
+        program = argv[0]
+        if "/" in program and not Path(program).is_absolute():
+            program = str(self.ws / program)
+        return [program, *argv[1:]]
+
+    def candidate(self, k: int) -> Candidate:
+        """Candidate ``k`` of the attempt in flight."""
+        for c in self.flight.candidates or []:
+            if c.k == k:
+                return c
+        raise KeyError(k)  # the rules created every k the shell asks for
 
     def lock_fds(self) -> tuple[int, ...]:
         """The lock's descriptor, for the children that must keep the workspace locked."""

@@ -11,25 +11,23 @@ import hashlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cosmic_curriculum import fsio, history, runner
-from cosmic_curriculum.curriculum import transitions as t
+from cosmic_curriculum.core import transitions as t
+from cosmic_curriculum.core.rules import SELECTION_KEY, own_candidate_record, parse_time
 from cosmic_curriculum.curriculum.context import Run
+from cosmic_curriculum.curriculum.launch import indent, logged_spec
 from cosmic_curriculum.curriculum.resume import (
     recorded_reference,
     reference_label,
     stopped_by_interrupt,
 )
-from cosmic_curriculum.curriculum.training import (
-    indent,
-    logged_spec,
-    parse_time,
-    resolve_program,
-)
 from cosmic_curriculum.errors import BotError, EvaluationError
-from cosmic_curriculum.gate import GateSettings
+from cosmic_curriculum.evaluation.gate import GateSettings
 from cosmic_curriculum.launchers import Handle, LaunchError, TrainerRecord, watch
 from cosmic_curriculum.launchers.local import LocalLauncher
-from cosmic_curriculum.state import Attempt, Candidate, utc_now
+from cosmic_curriculum.system import fsio
+from cosmic_curriculum.system import processes as runner
+from cosmic_curriculum.workspace import history
+from cosmic_curriculum.workspace.state import Attempt, Candidate, utc_now
 
 if TYPE_CHECKING:
     from cosmic_curriculum.bots.external import ExecSpec
@@ -38,11 +36,6 @@ if TYPE_CHECKING:
 def evaluate(run: Run) -> None:
     """``trained`` → ``evaluated`` with the record's id saved."""
     flight = run.flight
-    if flight.candidates:
-        from cosmic_curriculum.curriculum.candidates import evaluate_candidates
-
-        evaluate_candidates(run)
-        return
     if flight.eval_id is not None and history.find(run.paths.history, flight.eval_id):
         run.record(t.Evaluated(flight.eval_id), pause="evaluated")
         return
@@ -101,9 +94,7 @@ def _holder(run: Run, k: int | None) -> Attempt | Candidate:
     """Where the state keeps the evaluation's launch: the attempt, or its candidate ``k``."""
     if k is None:
         return run.flight
-    from cosmic_curriculum.curriculum.candidates import candidate
-
-    return candidate(run, k)
+    return run.candidate(k)
 
 
 def _evaluation_launch_id(run: Run, experiment: str, k: int | None) -> str:
@@ -147,8 +138,6 @@ def evaluate_bot(
     there is one, else a new one played with ``seed`` (an evaluation command gets
     ``--seed``), tagged with ``tags``. ``k``: the candidate whose evaluation it is (None:
     the attempt's own, fresh one)."""
-    from cosmic_curriculum.curriculum.candidates import SELECTION_KEY, own_candidate_record
-
     records = history.load(run.paths.history)
     own = own_candidate_record(records, experiment, str(tags[SELECTION_KEY]), since)
     if own is not None:
@@ -194,7 +183,7 @@ def _run_evaluation(
         return _external_evaluation(
             run, candidate, reference, settings, name, k, seed_args, tags or {}
         )
-    from cosmic_curriculum.evaluate import run_evaluation
+    from cosmic_curriculum.evaluation.evaluate import run_evaluation
 
     if seed is None:
         seed = int(hashlib.sha256(flight.experiment.encode()).hexdigest()[:8], 16)
@@ -237,7 +226,7 @@ def _external_evaluation(
         before = len(history.load(run.paths.history))
         run.record(t.EvaluationStarted(before, k, utc_now() if remote else None))
         argv = [
-            *resolve_program(run, run.config.evaluation_command),
+            *run.resolve_program(run.config.evaluation_command),
             run.rel(candidate),
             reference_label(run, reference),
             "--episodes",

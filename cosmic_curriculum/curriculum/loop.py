@@ -13,13 +13,14 @@ import signal
 from collections.abc import Iterator
 from types import FrameType
 
-from cosmic_curriculum import notify
-from cosmic_curriculum.config import load_config
-from cosmic_curriculum.curriculum import transitions as t
+from cosmic_curriculum.core import transitions as t
+from cosmic_curriculum.curriculum import notify
+from cosmic_curriculum.curriculum.candidates import evaluate_candidates, train_candidates
 from cosmic_curriculum.curriculum.context import Run, RunOptions
 from cosmic_curriculum.curriculum.evaluation import evaluate
 from cosmic_curriculum.curriculum.persist import final_error, persist
 from cosmic_curriculum.curriculum.preflight import check_before_detach, explain_lock, start
+from cosmic_curriculum.curriculum.reporter import Reporter
 from cosmic_curriculum.curriculum.resume import (
     initial_resume,
     reference_for,
@@ -35,9 +36,9 @@ from cosmic_curriculum.errors import (
     StateError,
     TrainerError,
 )
-from cosmic_curriculum.layout import candidate_name, experiment_name
-from cosmic_curriculum.reporter import Reporter
-from cosmic_curriculum.state import CurriculumState, WorkspaceLock, save_state, utc_now
+from cosmic_curriculum.workspace.config import load_config
+from cosmic_curriculum.workspace.layout import candidate_name, experiment_name
+from cosmic_curriculum.workspace.state import CurriculumState, WorkspaceLock, save_state, utc_now
 
 HANDLED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
@@ -120,12 +121,13 @@ def _loop(run: Run) -> CurriculumState:
                 now=utc_now(),
             )
             run.record(begin, pause="training")
+        # K = 1 and K > 1 part here, once: an attempt with candidates has its own steps
         elif step == "train":
-            train(run)
+            (train_candidates if run.flight.candidates else train)(run)
         elif step == "evaluate":
-            evaluate(run)
+            (evaluate_candidates if run.flight.candidates else evaluate)(run)
         elif step == "decide":
-            from cosmic_curriculum import history
+            from cosmic_curriculum.workspace import history
 
             eval_id = run.flight.eval_id or ""
             record = history.find(run.paths.history, eval_id)

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from cosmic_curriculum import fsio, history, notify, report_md, vcs
-from cosmic_curriculum.curriculum import transitions as t
+from cosmic_curriculum.core import transitions as t
+from cosmic_curriculum.curriculum import notify
 from cosmic_curriculum.curriculum.context import REASON_HINT, Run
 from cosmic_curriculum.errors import (
     BlockedError,
@@ -22,7 +22,11 @@ from cosmic_curriculum.errors import (
     GitError,
     UncommittedError,
 )
-from cosmic_curriculum.layout import committed_paths
+from cosmic_curriculum.reports import markdown as report_md
+from cosmic_curriculum.system import fsio
+from cosmic_curriculum.vcs import repo as vcs
+from cosmic_curriculum.workspace import history
+from cosmic_curriculum.workspace.layout import committed_paths
 
 COMMIT_PREFIX = "chore(training): curriculum progress after"
 
@@ -93,7 +97,9 @@ def check_git(run: Run, paths: Iterable[Path] = ()) -> None:
     (:func:`vcs.check_workspace`). Raises GitError."""
     if run.git_checked:
         return
-    warning = vcs.check_workspace(run.ws, paths)
+    layout = run.paths
+    committed = (layout.state, layout.history, layout.bots, layout.logs, *paths)
+    warning = vcs.check_workspace(run.ws, committed)
     run.git_checked = True
     if warning is not None:
         run.reporter.warning(warning)
@@ -119,7 +125,7 @@ def final_error(run: Run) -> CurriculumError | None:
 
 
 def write_review(run: Run) -> Path:
-    from cosmic_curriculum.report import review_markdown
+    from cosmic_curriculum.reports.review import review_markdown
 
     i = run.state.stage_index
     stage = run.config.stages[i]
@@ -140,7 +146,7 @@ def write_review(run: Run) -> Path:
 
 
 def plot_curves(run: Run) -> None:
-    from cosmic_curriculum.curves import plot_curriculum
+    from cosmic_curriculum.reports.curves import plot_curriculum
 
     try:
         out = plot_curriculum(run.paths.logs, run.paths.curves)

@@ -14,8 +14,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from cosmic_curriculum import fsio, history, report_md, runner, vcs
-from cosmic_curriculum.curriculum import transitions as t
+from cosmic_curriculum.core import transitions as t
 from cosmic_curriculum.curriculum.context import Run
 from cosmic_curriculum.curriculum.persist import blocked_message, commit, persist
 from cosmic_curriculum.curriculum.resume import (
@@ -28,9 +27,14 @@ from cosmic_curriculum.curriculum.resume import (
 )
 from cosmic_curriculum.errors import BlockedError, ConfigError, CurriculumError, LockError
 from cosmic_curriculum.launchers import Handle, TrainerRecord
-from cosmic_curriculum.launchers.local import start_problem
-from cosmic_curriculum.layout import experiment_name
-from cosmic_curriculum.state import (
+from cosmic_curriculum.reports import markdown as report_md
+from cosmic_curriculum.system import fsio
+from cosmic_curriculum.system import processes as runner
+from cosmic_curriculum.system.processes import start_problem
+from cosmic_curriculum.vcs import repo as vcs
+from cosmic_curriculum.workspace import history
+from cosmic_curriculum.workspace.layout import experiment_name
+from cosmic_curriculum.workspace.state import (
     WorkspaceLock,
     check_nothing_lost,
     check_stage_range,
@@ -304,7 +308,7 @@ def _preflight_commands(run: Run) -> None:
     else:
         validate_bot(run, reference, "reference bot")
     if uses_default_evaluator(run):
-        from cosmic_curriculum.evaluate import plan
+        from cosmic_curriculum.evaluation.evaluate import plan
 
         # The built-in evaluator plays seat-swapped pairs: refuse an odd episode count
         # now, not after a stage of training.

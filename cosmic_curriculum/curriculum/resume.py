@@ -11,14 +11,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cosmic_curriculum import fsio
-from cosmic_curriculum.config import ExecReference
+from cosmic_curriculum.core.transitions import attempt_experiment
 from cosmic_curriculum.curriculum.context import Run
-from cosmic_curriculum.curriculum.transitions import attempt_experiment
 from cosmic_curriculum.errors import BotError, ConfigError, StateError
 from cosmic_curriculum.launchers import Handle
-from cosmic_curriculum.layout import STATE_FILE
-from cosmic_curriculum.state import Attempt
+from cosmic_curriculum.system import fsio
+from cosmic_curriculum.workspace.config import ExecReference
+from cosmic_curriculum.workspace.layout import STATE_FILE
+from cosmic_curriculum.workspace.state import Attempt
 
 if TYPE_CHECKING:
     from cosmic_curriculum.bots.external import ExecSpec

@@ -67,7 +67,7 @@ if [ "$rc" -ne 0 ]; then
     exit "$rc"
 fi
 if [ "$in_repo" = "1" ]; then
-    if ! "$PY" -m cosmic_curriculum.publish "$experiment"; then
+    if ! "$PY" -m cosmic_curriculum.train.publish "$experiment"; then
         echo "warning: run_training.sh: could not commit ${experiment}'s bot and log" >&2
     fi
 fi

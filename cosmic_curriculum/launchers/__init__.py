@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
 
 from cosmic_curriculum.errors import CurriculumError
-from cosmic_curriculum.runner import DEFAULT_GRACE_SECONDS
+from cosmic_curriculum.system.processes import DEFAULT_GRACE_SECONDS
 
 POLL_SECONDS = 0.2
 

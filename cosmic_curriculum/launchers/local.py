@@ -12,15 +12,14 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
-from cosmic_curriculum import runner
 from cosmic_curriculum.launchers import DEFAULT_GRACE_SECONDS, Handle, LaunchSpec, TrainerRecord
+from cosmic_curriculum.system import processes as runner
 
 TAG_ENV = "COSMIC_CURRICULUM_ATTEMPT"
 
@@ -106,41 +105,6 @@ class LocalLauncher:
         escaped = runner.tagged_processes(TAG_ENV, record.tag)
         runner.stop_processes(escaped, grace)
         return "stopped" if stopped or escaped else "gone"
-
-
-def start_problem(program: Path) -> str | None:
-    """Why the kernel would refuse to start ``program`` (a path), or None.
-
-    execve reports a missing script interpreter as "No such file or directory" about the
-    script, and a text file without ``#!`` as "Exec format error": name the real cause.
-    """
-    if program.is_dir():
-        return "is a directory, not a program"
-    if not program.is_file():
-        return "does not exist"
-    if not os.access(program, os.X_OK):
-        return f"is not executable; run `chmod +x {program}`"
-    try:
-        with open(program, "rb") as fh:
-            head = fh.read(256)
-    except OSError as exc:
-        return f"cannot be read ({exc.strerror})"
-    if head.startswith(b"\x7fELF"):
-        return None
-    if not head.startswith(b"#!"):
-        return (
-            "has no '#!' line naming its interpreter (e.g. #!/usr/bin/env bash) and is not a binary"
-        )
-    words = head[2:].split(b"\n", 1)[0].decode("utf-8", "replace").split()
-    if not words:
-        return "has an empty '#!' line; name its interpreter (e.g. #!/usr/bin/env bash)"
-    interpreter = Path(words[0])
-    if not interpreter.is_file() or not os.access(interpreter, os.X_OK):
-        return f"names an interpreter that does not exist or cannot run: '#!{' '.join(words)}'"
-    command = words[1] if interpreter.name == "env" and len(words) > 1 else None
-    if command and not command.startswith("-") and shutil.which(command) is None:
-        return f"needs '{command}' ('#!{' '.join(words)}'), which is not on PATH"
-    return None
 
 
 def _own(handle: Handle) -> LocalProcess:

@@ -25,7 +25,6 @@ import time
 from pathlib import Path
 from typing import Any, Literal
 
-from cosmic_curriculum.config import LauncherConfig
 from cosmic_curriculum.launchers import (
     DEFAULT_GRACE_SECONDS,
     Handle,
@@ -33,6 +32,7 @@ from cosmic_curriculum.launchers import (
     LaunchSpec,
     TrainerRecord,
 )
+from cosmic_curriculum.workspace.config import LauncherConfig
 
 DEFAULT_ADDRESS = "http://127.0.0.1:8265"  # the dashboard of `ray start --head` here
 PROBE_SECONDS = 120.0

@@ -28,9 +28,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
 
-from cosmic_curriculum.layout import step_checkpoint_name, step_checkpoints
 from cosmic_curriculum.progress import format_progress
 from cosmic_curriculum.train.checkpoints import save_model_atomic
+from cosmic_curriculum.workspace.layout import step_checkpoint_name, step_checkpoints
 
 if TYPE_CHECKING:
     from cosmic_curriculum.arena.settings import GameSettings
@@ -155,7 +155,8 @@ class Checkpoints(BaseCallback):
 
 def snapshot_bot(model: Any, decision_ticks: int, game: GameSettings) -> Bot:
     """A frozen numpy copy of the learner (for self-play); no file is written."""
-    from cosmic_curriculum import bots, export
+    from cosmic_curriculum import bots
+    from cosmic_curriculum.train import policy_to_bot as export
 
     mean, std = export.observation_normalisation(model.policy)
     return bots.MlpBot(export.policy_layers(model.policy), mean, std, decision_ticks, game)

@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cosmic_curriculum import fsio
 from cosmic_curriculum.errors import ConfigError
-from cosmic_curriculum.layout import Layout, latest_step_checkpoint
+from cosmic_curriculum.system import fsio
+from cosmic_curriculum.workspace.layout import Layout, latest_step_checkpoint
 
 if TYPE_CHECKING:
     from cosmic_curriculum.arena.settings import GameSettings
@@ -104,7 +104,7 @@ def save_model_atomic(model: Any, path: Path, game: GameSettings) -> str:
     (SB3's loader ignores members it does not know), so a later stage can tell which
     action dimensions this policy ever used (see :func:`reset_unused_actions`).
     """
-    from cosmic_curriculum.fsio import atomic_write_bytes
+    from cosmic_curriculum.system.fsio import atomic_write_bytes
 
     buffer = io.BytesIO()
     model.save(buffer)

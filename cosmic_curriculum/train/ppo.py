@@ -17,8 +17,8 @@ if TYPE_CHECKING:
     from stable_baselines3 import PPO
     from stable_baselines3.common.vec_env import VecEnv
 
-    from cosmic_curriculum.layout import Layout
     from cosmic_curriculum.train.settings import TrainSettings
+    from cosmic_curriculum.workspace.layout import Layout
 
 
 def ppo_layout(settings: TrainSettings) -> tuple[int, int]:

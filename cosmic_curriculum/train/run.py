@@ -19,7 +19,6 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from cosmic_curriculum.errors import BotError, ConfigError, TrainerError
-from cosmic_curriculum.layout import Layout, step_checkpoint_name
 from cosmic_curriculum.train import ppo
 from cosmic_curriculum.train.checkpoints import (
     ACTION_NAMES,
@@ -30,6 +29,7 @@ from cosmic_curriculum.train.checkpoints import (
     sha256_file,
 )
 from cosmic_curriculum.train.settings import TrainSettings, game_settings
+from cosmic_curriculum.workspace.layout import Layout, step_checkpoint_name
 
 if TYPE_CHECKING:
     from cosmic_curriculum.arena.settings import GameSettings
@@ -241,7 +241,8 @@ def export_bot(
 ) -> Path:
     """Write ``bots/<exp>.json`` (numpy layers, normalisation, game, provenance) and its
     ONNX twin ``bots/<exp>.onnx``."""
-    from cosmic_curriculum import bots, export
+    from cosmic_curriculum import bots
+    from cosmic_curriculum.train import policy_to_bot as export
 
     layout = settings.layout
     mean, std = export.observation_normalisation(model.policy)
@@ -289,7 +290,7 @@ def write_onnx_twin(bot: Path, out: Path) -> None:
 
 def plot_curve(layout: Layout, experiment: str, stats: RunStats) -> None:
     """``logs/<exp>.curve.png`` from the log's progress lines (or this run's, if no log)."""
-    from cosmic_curriculum import curves
+    from cosmic_curriculum.reports import curves
 
     log = layout.log(experiment)
     try:

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from cosmic_curriculum.errors import ConfigError, describe_validation, option_name
-from cosmic_curriculum.layout import EXPERIMENT_RE, Layout
+from cosmic_curriculum.workspace.layout import EXPERIMENT_RE, Layout
 
 if TYPE_CHECKING:
     from cosmic_curriculum.arena.settings import GameSettings

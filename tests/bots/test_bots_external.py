@@ -14,10 +14,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from cosmic_curriculum import runner
 from cosmic_curriculum.bots import ExecSpec, ExternalBot, as_source, bot_from_spec
 from cosmic_curriculum.errors import BotError
-from cosmic_curriculum.evaluate import run_evaluation
+from cosmic_curriculum.evaluation.evaluate import run_evaluation
+from cosmic_curriculum.system import processes as runner
 
 REPO = Path(__file__).resolve().parents[2]
 FAKE_BOT = REPO / "tests" / "fakes" / "fake_bot.py"

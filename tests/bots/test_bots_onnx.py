@@ -26,7 +26,7 @@ from cosmic_curriculum.arena.settings import GameSettings
 from cosmic_curriculum.bots.onnx_model import METADATA_KEYS, OnnxBot, write_onnx
 from cosmic_curriculum.cli import app
 from cosmic_curriculum.errors import BotError
-from cosmic_curriculum.evaluate import run_evaluation
+from cosmic_curriculum.evaluation.evaluate import run_evaluation
 
 TOLERANCE = 1e-5
 

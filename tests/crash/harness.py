@@ -35,8 +35,8 @@ from typing import Any
 from fakes.workspace import cli_env, completed_trainings, make_workspace, run_argv
 from gitutil import git
 
-from cosmic_curriculum.fsio import FAULT_LOG_ENV, PAUSE_ENV
-from cosmic_curriculum.state import WorkspaceLock
+from cosmic_curriculum.system.fsio import FAULT_LOG_ENV, PAUSE_ENV
+from cosmic_curriculum.workspace.state import WorkspaceLock
 
 STAGES = ["score", "defend", "no_draws"]
 # max_retries 1: two failures block. The scripted outcomes give every decision kind:

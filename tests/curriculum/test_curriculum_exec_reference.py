@@ -13,9 +13,9 @@ import pytest
 from fakes.workspace import fake_env, make_workspace, read_state, trainer_runs
 from fakes.workspace import run_in_process as run
 
-from cosmic_curriculum import runner
-from cosmic_curriculum.config import ExecReference, load_config
 from cosmic_curriculum.errors import ConfigError
+from cosmic_curriculum.system import processes as runner
+from cosmic_curriculum.workspace.config import ExecReference, load_config
 
 REPO = Path(__file__).resolve().parents[2]
 FAKE_BOT = REPO / "tests" / "fakes" / "fake_bot.py"

@@ -20,7 +20,7 @@ from fakes.workspace import (
 from fakes.workspace import run_in_process as run
 from gitutil import git
 
-from cosmic_curriculum import runner
+from cosmic_curriculum.curriculum.reporter import Reporter
 from cosmic_curriculum.errors import (
     BlockedError,
     ConfigError,
@@ -30,10 +30,10 @@ from cosmic_curriculum.errors import (
     StateError,
     TrainerError,
 )
-from cosmic_curriculum.gate import margin_fails
-from cosmic_curriculum.layout import experiment_name, latest_step_checkpoint
-from cosmic_curriculum.reporter import Reporter
-from cosmic_curriculum.state import WorkspaceLock
+from cosmic_curriculum.evaluation.gate import margin_fails
+from cosmic_curriculum.system import processes as runner
+from cosmic_curriculum.workspace.layout import experiment_name, latest_step_checkpoint
+from cosmic_curriculum.workspace.state import WorkspaceLock
 
 
 class Recorder(Reporter):
@@ -219,7 +219,7 @@ def test_trainer_failure_is_an_attempt_error_and_rerun_retries_it(ws: Path) -> N
     data = read_state(ws)
     assert data["log"] == [] and data["attempt"] == 0
     assert data["in_flight"]["error"] == "training command exited with status 3"
-    from cosmic_curriculum.report import status_data
+    from cosmic_curriculum.status.facts import status_data
 
     status = status_data(ws)
     assert status["in_flight"]["error"] and "retries it" in status["next"]
@@ -611,7 +611,7 @@ def test_disk_full_during_a_state_write_keeps_the_old_state(
 ) -> None:
     import errno
 
-    from cosmic_curriculum import fsio
+    from cosmic_curriculum.system import fsio
 
     real = fsio.atomic_write_bytes
     calls = {"n": 0}
@@ -639,7 +639,7 @@ def test_disk_full_during_a_state_write_keeps_the_old_state(
 def test_odd_episode_count_is_refused_before_training_with_the_built_in_evaluator(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    pytest.importorskip("cosmic_curriculum.evaluate")
+    pytest.importorskip("cosmic_curriculum.evaluation.evaluate")
     ws = make_workspace(tmp_path / "ws", episodes=21, external_eval=False)
     for key, value in fake_env(ws).items():
         monkeypatch.setenv(key, value)
@@ -653,8 +653,8 @@ def test_console_reporter_survives_a_vanished_terminal(tmp_path: Path) -> None:
     """After `tmux kill-session` writes fail; the reporter must not stop the run's cleanup."""
     from rich.console import Console
 
-    from cosmic_curriculum.reporter import ConsoleReporter
-    from cosmic_curriculum.state import Attempt, LogEntry
+    from cosmic_curriculum.curriculum.reporter import ConsoleReporter
+    from cosmic_curriculum.workspace.state import Attempt, LogEntry
 
     handle = open(tmp_path / "tty", "w")  # noqa: SIM115
     reporter = ConsoleReporter(Console(file=handle, force_terminal=True))

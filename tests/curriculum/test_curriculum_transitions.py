@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from fakes.workspace import stages_toml
 
-from cosmic_curriculum.config import CurriculumConfig, load_config
-from cosmic_curriculum.curriculum import transitions as t
-from cosmic_curriculum.state import Attempt, Candidate, CurriculumState
+from cosmic_curriculum.core import transitions as t
+from cosmic_curriculum.workspace.config import CurriculumConfig, load_config
+from cosmic_curriculum.workspace.state import Attempt, Candidate, CurriculumState
 
 NOW = "2026-11-30T12:00:00+00:00"
 PHASES = ("none", "training", "trained", "evaluated", "decided", "committed")

@@ -143,7 +143,7 @@ def run_cli(path: Path, *flags: str, cwd: Path | None = None) -> subprocess.Comp
 
 def warnings_reporter() -> Any:
     """A Reporter that records its warnings in ``.warnings`` and ignores the rest."""
-    from cosmic_curriculum.reporter import Reporter
+    from cosmic_curriculum.curriculum.reporter import Reporter
 
     class Recorder(Reporter):
         def __init__(self) -> None:
@@ -161,8 +161,9 @@ def run_in_process(path: Path, reporter: Any = None, **options: Any) -> Any:
     Never pushes and gives a stopped trainer 2 s unless ``options`` say otherwise; the
     default ``reporter`` ignores every event.
     """
-    from cosmic_curriculum.curriculum import RunOptions, run_curriculum
-    from cosmic_curriculum.reporter import Reporter
+    from cosmic_curriculum.curriculum.context import RunOptions
+    from cosmic_curriculum.curriculum.loop import run_curriculum
+    from cosmic_curriculum.curriculum.reporter import Reporter
 
     options.setdefault("push", False)
     options.setdefault("grace_seconds", 2.0)

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from cosmic_curriculum import runner
 from cosmic_curriculum.launchers import LaunchSpec, watch
 from cosmic_curriculum.launchers.local import LocalLauncher, LocalProcess
+from cosmic_curriculum.system import processes as runner
 
 FAKES = Path(__file__).resolve().parents[1] / "fakes"
 LOCAL = LocalLauncher()

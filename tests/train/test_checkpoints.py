@@ -17,7 +17,7 @@ from train_helpers import Watch, progress_lines, tiny
 
 from cosmic_curriculum import train
 from cosmic_curriculum.errors import ConfigError
-from cosmic_curriculum.layout import step_checkpoints
+from cosmic_curriculum.workspace.layout import step_checkpoints
 
 
 def test_checkpoints_outside_the_workspace_are_refused(tmp_path: Path) -> None:

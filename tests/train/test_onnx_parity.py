@@ -15,7 +15,7 @@ from train_helpers import tiny
 
 from cosmic_curriculum import bots, train
 from cosmic_curriculum.arena.observations import OBS_SIZE
-from cosmic_curriculum.layout import Layout
+from cosmic_curriculum.workspace.layout import Layout
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bots"))  # bot_helpers
 

@@ -19,8 +19,8 @@ from stable_baselines3.common.callbacks import BaseCallback
 from train_helpers import Watch, env_of, progress_lines, tiny
 
 from cosmic_curriculum import bots, train
-from cosmic_curriculum.layout import step_checkpoints
 from cosmic_curriculum.progress import parse_progress_line
+from cosmic_curriculum.workspace.layout import step_checkpoints
 
 # --- end to end -------------------------------------------------------------------------
 

@@ -1,0 +1,99 @@
+"""Rich tables of `evaluate`, `ladder` and `gate simulate` results (Rich imported on use)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+
+def fmt_interval(pair: Any, digits: int) -> str:
+    """A confidence interval ``[−0.120, +0.050]``; a missing end is ``−∞`` or ``+∞``."""
+    lo, hi = pair
+    show = [
+        ("−∞" if v is None and k == 0 else "+∞" if v is None else f"{v:+.{digits}f}")
+        for k, v in enumerate((lo, hi))
+    ]
+    return f"[{show[0]}, {show[1]}]".replace("-", "−")
+
+
+def evaluation_table(record: dict[str, Any]) -> Any:
+    """One evaluation record: both bots' wins, draws, score, gap and Elo, the gate verdict."""
+    from rich.table import Table
+
+    from cosmic_curriculum.evaluation.stats import signed
+
+    table = Table(show_header=False, box=None, padding=(0, 2))
+    table.add_row("candidate", f"{record['candidate']} ({record['wins_a']} wins)")
+    table.add_row("reference", f"{record['reference']} ({record['wins_b']} wins)")
+    table.add_row("draws", str(record["draws"]))
+    table.add_row("episodes", f"{record['episodes']} ({len(record['pairs'])} pairs)")
+    table.add_row("score", f"{record['score']:.3f}")
+    gap_ci = fmt_interval(record["gap_ci95"], 3)
+    table.add_row("gap (ref − cand)", f"{signed(record['gap'], 3)} 95% {gap_ci}")
+    elo = record["elo"]
+    table.add_row(
+        "Elo",
+        ("−∞" if record["wins_a"] == 0 else "+∞")
+        if elo is None
+        else f"{elo:+.0f} 95% {fmt_interval(record['elo_ci95'], 0)}",
+    )
+    if "gate" in record:
+        verdict = record["gate"]["verdict"]
+        colour = "green" if verdict == "pass" else "red"
+        table.add_row("gate", f"{record['gate']['rule']}: [bold {colour}]{verdict}[/]")
+    return table
+
+
+def ladder_table(doc: dict[str, Any], pairs: int) -> Any:
+    """The ladder's ratings, best first."""
+    from rich.table import Table
+
+    anchor = doc["anchor"] or "the mean"
+    table = Table(title=f"Ladder: Elo relative to {anchor}, {pairs} pairs per match")
+    for head in ("rank", "bot", "Elo", "± 95%", "games", "score", "W", "L", "D"):
+        table.add_column(head, justify="left" if head == "bot" else "right")
+    for r in doc["ratings"]:
+        table.add_row(
+            str(r["rank"]),
+            r["bot"],
+            f"{r['elo']:+.0f}".replace("-", "−"),
+            f"{r['err95']:.0f}",
+            str(r["games"]),
+            f"{r['score']:.3f}",
+            str(r["wins"]),
+            str(r["losses"]),
+            str(r["draws"]),
+        )
+    return table
+
+
+def gate_simulation_table(
+    rows: Sequence[dict[str, Any]], trials: int, worse: float, better: float
+) -> Any:
+    """The gate Monte Carlo: error rates and episode counts per rule and draw rate."""
+    from rich.table import Table
+
+    table = Table(title=f"Gate Monte Carlo, {trials:,} trials per cell")
+    for head in (
+        "rule",
+        "draws",
+        "false-fail (equal)",
+        f"passes {worse:g} worse",
+        f"fails {better:g} better",
+        "episodes equal: mean / p95",
+        "worse: mean / p95",
+    ):
+        table.add_column(
+            head, justify="left" if head == "rule" else "right", no_wrap=head == "rule"
+        )
+    for row in rows:
+        table.add_row(
+            row["rule"],
+            f"{row['draw_rate']:.0%}",
+            f"{row['false_fail']:.1%}",
+            f"{row['passes_worse']:.1%}",
+            f"{row['fails_better']:.1%}",
+            f"{row['mean_episodes_equal']:.0f} / {row['p95_episodes_equal']:.0f}",
+            f"{row['mean_episodes_worse']:.0f} / {row['p95_episodes_worse']:.0f}",
+        )
+    return table

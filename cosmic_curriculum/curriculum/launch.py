@@ -1,0 +1,124 @@
+"""What training an attempt and training its candidates share: the training command's
+argv, its log and launch spec, judging what a finished training left, and the attempt
+error that stops the run.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cosmic_curriculum.core.rules import parse_time
+from cosmic_curriculum.curriculum.context import Run
+from cosmic_curriculum.curriculum.resume import validate_bot
+from cosmic_curriculum.errors import CurriculumError, TrainerError
+from cosmic_curriculum.launchers import LaunchSpec, RunOutcome
+from cosmic_curriculum.system import processes as runner
+from cosmic_curriculum.workspace.state import Attempt, utc_now
+from cosmic_curriculum.workspace.trainer_log import launch_header
+
+
+def training_argv(
+    run: Run,
+    flight: Attempt,
+    resume: str | None,
+    experiment: str | None = None,
+    seed: int | None = None,
+) -> list[str]:
+    """The training command of ``flight`` (or of its candidate ``experiment``, which gets
+    ``--seed``)."""
+    cfg, opts = run.config, run.opts
+    argv = [
+        *run.resolve_program(cfg.training_command),
+        experiment or flight.experiment,
+        "--timesteps",
+        str(flight.timesteps or cfg.stage_timesteps(flight.stage_index, opts.timesteps)),
+        "--n-parallel",
+        str(opts.n_parallel or cfg.defaults.n_parallel),
+        "--speedup",
+        str(opts.speedup or cfg.defaults.speedup),
+        *cfg.standing_args,
+        *cfg.stages[flight.stage_index].flags,
+    ]
+    if resume:
+        argv += ["--resume", resume]
+    return argv if seed is None else [*argv, "--seed", str(seed)]
+
+
+def outcome_problem(run: Run, outcome: RunOutcome, experiment: str) -> str | None:
+    """What went wrong with a watched training of ``experiment`` (None: it trained)."""
+    if outcome.timed_out:
+        return f"did not finish within --attempt-timeout {run.opts.attempt_timeout:g}s"
+    if outcome.returncode != 0:
+        code = outcome.returncode
+        if code is not None and code < 0:
+            return f"was killed by signal {-code}"
+        return f"exited with status {code}"
+    try:
+        check_experiment_artefacts(run, experiment)
+    except TrainerError as exc:
+        return str(exc)
+    return None
+
+
+def logged_spec(
+    run: Run, experiment: str, argv: list[str], *, tag: str, launch_id: str = ""
+) -> LaunchSpec:
+    """The launch of ``argv`` in the workspace, its output going to ``experiment``'s log,
+    where its command line and the time head it."""
+    log_path = run.paths.log(experiment)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "ab") as log:
+        log.write(launch_header(utc_now(), argv).encode())
+    return LaunchSpec(
+        argv=argv,
+        cwd=run.ws,
+        log_path=log_path,
+        pass_fds=run.lock_fds(),
+        tag=tag,
+        launch_id=launch_id,
+    )
+
+
+def artefacts_fresh(run: Run, experiment: str, started_at: str) -> bool:
+    """``experiment``'s final checkpoint and bot exist and were written after ``started_at``."""
+    final = run.paths.final_checkpoint(experiment)
+    bot = run.paths.bot(experiment)
+    if not (final.is_file() and bot.is_file()):
+        return False
+    started = parse_time(started_at)
+    return min(final.stat().st_mtime, bot.stat().st_mtime) >= started - 1
+
+
+def check_experiment_artefacts(run: Run, experiment: str) -> None:
+    final = run.paths.final_checkpoint(experiment)
+    bot = run.paths.bot(experiment)
+    missing = [run.rel(p) for p in (final, bot) if not p.is_file()]
+    if missing:
+        raise TrainerError(f"exited 0 without writing {' and '.join(missing)}")
+    try:
+        validate_bot(run, bot, "trained bot")
+    except CurriculumError as exc:
+        raise TrainerError(f"wrote an invalid bot: {exc}") from None
+
+
+def attempt_error(run: Run, log_path: Path) -> None:
+    """Save the attempt's error, commit its log, and stop the run with a one-line error."""
+    from cosmic_curriculum.curriculum.persist import commit
+    from cosmic_curriculum.reports.markdown import refresh
+
+    flight = run.flight
+    problem = flight.error or "failed"
+    run.save()
+    refresh(run)
+    if run.use_git:
+        commit(run, flight.experiment, extra=[log_path], quiet=True)
+    # The first line is the whole error (what, where, the fix); the log quote follows.
+    raise TrainerError(
+        f"{flight.experiment}: {problem} (attempt error, not a gate failure); fix the "
+        f"cause and run `{run.command()}` to retry this attempt; last lines of "
+        f"{run.rel(log_path)}:\n{indent(runner.tail_text(log_path, lines=8))}"
+    )
+
+
+def indent(text: str) -> str:
+    return "\n".join(f"  | {line}" for line in text.splitlines())

@@ -1,0 +1,242 @@
+"""Round-robin ladder: every bot in a directory plays every other in seat-swapped pairs.
+
+Ratings are the maximum-likelihood Elo fit of all games at once (Bradley–Terry on the
+Elo scale, a draw counting half a win), with one virtual draw added to every pairing as
+a weak prior so that a clean sweep still gives a finite rating. The 95% error bars come
+from the inverse of the observed information (the Hessian of the log-likelihood).
+Ratings are relative to ``rookie`` when it takes part (its rating is 0 by definition and
+its error bar is 0), otherwise to the mean of all bots.
+
+All games are played under one game: the defaults, or ``game_from``'s recorded
+settings, so every bot faces the same rules.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from cosmic_curriculum.bots.external import ExecSpec, stops_bots
+from cosmic_curriculum.errors import BotError, EvaluationError
+from cosmic_curriculum.evaluation import stats
+from cosmic_curriculum.evaluation.evaluate import batch_seed, game_for
+from cosmic_curriculum.system import fsio
+
+if TYPE_CHECKING:
+    from cosmic_curriculum.arena.settings import GameSettings
+
+ELO_SCALE = math.log(10.0) / 400.0
+LADDER_FILES = ("ladder.json", "ladder.md", "ladder.png")
+ANCHOR = "rookie"
+
+
+@dataclass(frozen=True)
+class EloFit:
+    ratings: NDArray[np.float64]
+    err95: NDArray[np.float64]
+    anchor: str | None
+
+
+def fit_elo(
+    games: NDArray[np.float64],
+    points: NDArray[np.float64],
+    names: list[str],
+    prior_draws: float = 1.0,
+) -> EloFit:
+    """Maximum-likelihood Elo ratings from a round robin.
+
+    ``games[i, j]`` games between i and j (symmetric), ``points[i, j]`` the points i
+    scored against j (win 1, draw ½). ``prior_draws`` virtual draws are added to every
+    pairing that was played.
+    """
+    k = len(names)
+    n = np.asarray(games, dtype=np.float64).copy()
+    s = np.asarray(points, dtype=np.float64).copy()
+    played = n > 0
+    n[played] += prior_draws
+    s[played] += prior_draws / 2.0
+    r = np.zeros(k)
+    centre = np.full((k, k), 1.0 / k)
+    for _ in range(100):
+        diff = r[:, None] - r[None, :]
+        p = 1.0 / (1.0 + np.exp(-ELO_SCALE * diff))
+        grad = ELO_SCALE * np.sum(s - n * p, axis=1)
+        w = ELO_SCALE**2 * n * p * (1.0 - p)
+        info = np.diag(w.sum(axis=1)) - w  # observed information (= -Hessian)
+        # The likelihood ignores a common shift: fix the mean at zero while solving.
+        step = np.linalg.solve(info + centre, grad)
+        r = r + step - step.mean()
+        if np.max(np.abs(step)) < 1e-9:
+            break
+    cov = np.linalg.pinv(info)
+    anchor = ANCHOR if ANCHOR in names else None
+    if anchor is not None:
+        a = names.index(anchor)
+        r = r - r[a]
+        var = np.diag(cov) + cov[a, a] - 2.0 * cov[:, a]
+    else:
+        var = np.diag(cov)
+    return EloFit(r, stats.Z95 * np.sqrt(np.clip(var, 0.0, None)), anchor)
+
+
+def discover(bots_dir: Path) -> tuple[list[Path], list[tuple[Path, str]]]:
+    """Loadable bot files in ``bots_dir`` (sorted) and the skipped ones with the reason."""
+    from cosmic_curriculum.bots import bot_files, load_bot
+
+    bots_dir = Path(bots_dir)
+    if not bots_dir.is_dir():
+        raise EvaluationError(f"--bots-dir {bots_dir}: not a directory; point it at your bots/")
+    good: list[Path] = []
+    skipped: list[tuple[Path, str]] = []
+    for path in bot_files(bots_dir):
+        try:
+            load_bot(path)
+        except BotError as exc:
+            skipped.append((path, str(exc)))
+        else:
+            good.append(path)
+    return good, skipped
+
+
+@stops_bots
+def run_ladder(
+    bots_dir: Path,
+    *,
+    pairs: int = 20,
+    out_dir: Path,
+    seed: int = 0,
+    game_from: Path | None = None,
+    players: Sequence[str | Path | ExecSpec] = (),
+) -> dict[str, Any]:
+    """Play the round robin, fit ratings, write ``ladder.json``, ``ladder.md`` and
+    ``ladder.png`` into ``out_dir``; return the JSON document (plus ``files``).
+    ``players`` join the bots of ``bots_dir``: bot files or ``exec:`` programs (a
+    program that fails stops the ladder; it is never skipped)."""
+    from cosmic_curriculum.arena.match import play_pairs
+    from cosmic_curriculum.arena.settings import GameSettings
+    from cosmic_curriculum.bots import as_source, load_bot, open_bot, source_name
+
+    if pairs < 1:
+        raise EvaluationError(f"--pairs {pairs}: need at least 1 seat-swapped pair per match")
+    if seed < 0:
+        raise EvaluationError(f"--seed {seed}: the seed must be a non-negative integer")
+    found, skipped = discover(bots_dir)
+    paths = [*found, *(as_source(p) for p in players)]
+    if len(paths) < 2:
+        raise EvaluationError(
+            f"--bots-dir {bots_dir}: a ladder needs at least 2 loadable bot files, found "
+            f"{len(paths)}" + (f" ({len(skipped)} unreadable)" if skipped else "")
+        )
+    names = [source_name(p) for p in paths]
+    if len(set(names)) < len(names):
+        twice = sorted({n for n in names if names.count(n) > 1})
+        raise EvaluationError(f"two ladder bots are named {twice[0]!r}; rename one of them")
+    bots = [open_bot(p) for p in paths]
+    game: GameSettings = GameSettings() if game_from is None else game_for(load_bot(game_from))
+    k = len(paths)
+    games = np.zeros((k, k))
+    points = np.zeros((k, k))
+    wins = np.zeros((k, k), dtype=np.int64)
+    match_index = 0
+    for i in range(k):
+        for j in range(i + 1, k):
+            res = play_pairs(bots[i], bots[j], pairs, batch_seed(seed, match_index), game)
+            match_index += 1
+            o = np.asarray(res.outcomes)
+            w, l_, d = int((o == 1).sum()), int((o == -1).sum()), int((o == 0).sum())
+            games[i, j] = games[j, i] = o.size
+            points[i, j], points[j, i] = w + d / 2, l_ + d / 2
+            wins[i, j], wins[j, i] = w, l_
+    fit = fit_elo(games, points, names)
+    order = np.argsort(-fit.ratings, kind="stable")
+    rows = []
+    for rank, i in enumerate(order, start=1):
+        n_i = games[i].sum()
+        rows.append(
+            {
+                "rank": rank,
+                "bot": names[i],
+                "path": str(paths[i]),
+                "elo": round(float(fit.ratings[i]), 1),
+                "err95": round(float(fit.err95[i]), 1),
+                "games": int(n_i),
+                "score": round(float(points[i].sum() / n_i), 4) if n_i else None,
+                "wins": int(wins[i].sum()),
+                "losses": int(wins[:, i].sum()),
+                "draws": int(n_i - wins[i].sum() - wins[:, i].sum()),
+            }
+        )
+    doc: dict[str, Any] = {
+        "bots": names,
+        "pairs_per_match": pairs,
+        "seed": seed,
+        "anchor": fit.anchor,
+        "game": game.model_dump(),
+        "ratings": rows,
+        "points": points.tolist(),
+        "games": games.astype(int).tolist(),
+        "skipped": [{"path": str(p), "reason": why} for p, why in skipped],
+    }
+    out_dir = Path(out_dir)
+    files = {
+        key: out_dir / name
+        for key, name in zip(("json", "table", "png"), LADDER_FILES, strict=True)
+    }
+    fsio.atomic_write_json(files["json"], doc)
+    fsio.atomic_write_text(files["table"], markdown_table(doc))
+    _plot(doc, files["png"])
+    doc["files"] = {key: str(path) for key, path in files.items()}
+    return doc
+
+
+def markdown_table(doc: dict[str, Any]) -> str:
+    anchor = doc["anchor"] or "the mean"
+    lines = [
+        f"# Ladder ({doc['pairs_per_match']} seat-swapped pairs per match, seed {doc['seed']})",
+        "",
+        f"Elo relative to {anchor}; ± is the 95% error of the joint maximum-likelihood fit.",
+        "",
+        "| rank | bot | Elo | ± 95% | games | score | W | L | D |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in doc["ratings"]:
+        lines.append(
+            f"| {r['rank']} | {r['bot']} | {r['elo']:+.0f} | {r['err95']:.0f} | {r['games']} | "
+            f"{r['score']:.3f} | {r['wins']} | {r['losses']} | {r['draws']} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _plot(doc: dict[str, Any], out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = list(reversed(doc["ratings"]))  # best at the top
+    fig, ax = plt.subplots(figsize=(7.5, 1.2 + 0.45 * len(rows)), constrained_layout=True)
+    y = np.arange(len(rows))
+    ax.errorbar(
+        [r["elo"] for r in rows],
+        y,
+        xerr=[r["err95"] for r in rows],
+        fmt="o",
+        color="#1f6fd1",
+        ecolor="0.4",
+        capsize=4,
+    )
+    ax.set_yticks(y, [r["bot"] for r in rows])
+    ax.axvline(0.0, color="0.8", lw=1, zorder=0)
+    anchor = doc["anchor"] or "mean"
+    ax.set_xlabel(f"Elo relative to {anchor} (95% error bars)")
+    ax.set_title(f"Round robin, {doc['pairs_per_match']} pairs per match")
+    ax.grid(axis="x", alpha=0.3)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)

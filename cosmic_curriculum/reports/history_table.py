@@ -1,0 +1,171 @@
+"""`history export`: `eval_history.json` as a table people plot (CSV, JSON lines, Parquet).
+
+One row per evaluation record, columns :data:`COLUMNS`. Counts are the candidate's view
+(``wins`` = ``wins_a``, ``losses`` = ``wins_b``); ``score`` and ``gap`` are computed from
+the counts (so a seed-format record with counts only gets them too); the intervals, Elo,
+gate and hashes come from the record when it has them and are left empty otherwise.
+Parquet needs pyarrow (the ``parquet`` extra), imported only for that format.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from cosmic_curriculum.errors import ConfigError, StateError
+from cosmic_curriculum.system import fsio
+from cosmic_curriculum.workspace import history
+
+FORMATS = ("csv", "jsonl", "parquet")
+DEFAULT_FORMAT = "csv"
+
+# column -> type ("str", "int", "float"); the order is the file's column order.
+COLUMNS: dict[str, str] = {
+    "time": "str",
+    "stage": "int",
+    "experiment": "str",
+    "attempt": "int",
+    "candidate": "str",
+    "reference": "str",
+    "wins": "int",
+    "losses": "int",
+    "draws": "int",
+    "episodes": "int",
+    "score": "float",
+    "gap": "float",
+    "gap_ci95_lo": "float",
+    "gap_ci95_hi": "float",
+    "elo": "float",
+    "elo_ci95_lo": "float",
+    "elo_ci95_hi": "float",
+    "gate_rule": "str",
+    "verdict": "str",
+    "candidate_sha256": "str",
+    "reference_sha256": "str",
+    "id": "str",
+    # with candidates = K > 1: "candidate" (ranks the K) or "fresh" (the gate's record)
+    "selection": "str",
+    "candidate_k": "int",
+}
+
+
+def _typed(value: Any, kind: str) -> Any:
+    """``value`` if it has the column's type (an int is a float too), else None: records
+    of external evaluators may carry anything, and one odd cell must not sink a column."""
+    if kind == "str":
+        return value if isinstance(value, str) else None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if kind == "int":
+        return value if isinstance(value, int) else None
+    return float(value) if math.isfinite(value) else None
+
+
+def _pair(value: Any) -> tuple[Any, Any]:
+    if isinstance(value, list | tuple) and len(value) == 2:
+        return value[0], value[1]
+    return None, None
+
+
+def record_row(record: dict[str, Any]) -> dict[str, Any]:
+    """One history record (already validated by ``history.load``) as a row of COLUMNS."""
+    wins: int = record["wins_a"]
+    losses: int = record["wins_b"]
+    draws: int = record["draws"]
+    episodes: int = record["episodes"]
+    gate: dict[str, Any] = record["gate"] if isinstance(record.get("gate"), dict) else {}
+    candidate = record.get("candidate")
+    experiment = record.get("curriculum_experiment")
+    if not isinstance(experiment, str) and isinstance(candidate, str):
+        experiment = Path(candidate).stem
+    stage = record.get("stage_index")
+    gap_lo, gap_hi = _pair(record.get("gap_ci95"))
+    elo_lo, elo_hi = _pair(record.get("elo_ci95"))
+    raw = {
+        "time": record.get("created_at"),
+        "stage": stage + 1 if isinstance(stage, int) and not isinstance(stage, bool) else None,
+        "experiment": experiment,
+        "attempt": record.get("attempt"),
+        "candidate": candidate,
+        "reference": record.get("reference"),
+        "wins": wins,
+        "losses": losses,
+        "draws": draws,
+        "episodes": episodes,
+        # stats.score's formula; no games means no score rather than its 0.5 prior
+        "score": (wins + 0.5 * draws) / episodes if episodes else None,
+        "gap": (losses - wins) / episodes if episodes else None,
+        "gap_ci95_lo": gap_lo,
+        "gap_ci95_hi": gap_hi,
+        "elo": record.get("elo"),
+        "elo_ci95_lo": elo_lo,
+        "elo_ci95_hi": elo_hi,
+        "gate_rule": gate.get("rule"),
+        "verdict": gate.get("verdict", record.get("verdict")),
+        "candidate_sha256": record.get("candidate_sha256"),
+        "reference_sha256": record.get("reference_sha256"),
+        "id": record.get("id"),
+        "selection": record.get("selection"),
+        "candidate_k": record.get("candidate_k"),
+    }
+    return {column: _typed(raw[column], kind) for column, kind in COLUMNS.items()}
+
+
+def rows(history_path: Path) -> list[dict[str, Any]]:
+    """Every record of the history file as a row; a missing file is an error here."""
+    if not Path(history_path).is_file():
+        raise StateError(f"--history {history_path}: no such file")
+    return [record_row(r) for r in history.load(Path(history_path))]
+
+
+def to_csv(table: list[dict[str, Any]]) -> str:
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=list(COLUMNS), lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(table)  # None is written as an empty cell
+    return out.getvalue()
+
+
+def to_jsonl(table: list[dict[str, Any]]) -> str:
+    return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in table)
+
+
+def to_parquet(table: list[dict[str, Any]]) -> bytes:
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise ConfigError(
+            "--format parquet needs pyarrow: pip install 'cosmic-curriculum[parquet]'"
+        ) from None
+    types = {"str": pa.string(), "int": pa.int64(), "float": pa.float64()}
+    # An explicit schema: a column that is empty in every row still has its type.
+    schema = pa.schema([(column, types[kind]) for column, kind in COLUMNS.items()])
+    sink = pa.BufferOutputStream()
+    pq.write_table(pa.Table.from_pylist(table, schema=schema), sink)
+    data: bytes = sink.getvalue().to_pybytes()
+    return data
+
+
+def export_history(history_path: Path, fmt: str, out: Path | None) -> tuple[int, str | None]:
+    """Export the history; returns (rows, text for stdout when ``out`` is None)."""
+    if fmt not in FORMATS:
+        raise ConfigError(f"--format {fmt!r}: choose one of {', '.join(FORMATS)}")
+    if fmt == "parquet" and out is None:
+        raise ConfigError("--format parquet writes a binary file: give --out FILE.parquet")
+    if out is not None and out.parent != Path() and not out.parent.is_dir():
+        raise ConfigError(f"--out {out}: directory {out.parent} does not exist")
+    table = rows(history_path)
+    if fmt == "parquet":
+        assert out is not None
+        fsio.atomic_write_bytes(out, to_parquet(table))
+        return len(table), None
+    text = to_csv(table) if fmt == "csv" else to_jsonl(table)
+    if out is None:
+        return len(table), text
+    fsio.atomic_write_text(out, text)
+    return len(table), None

@@ -1,0 +1,227 @@
+"""The curriculum at a glance, as plain data: what REPORT.md and `report`'s page show.
+
+:func:`summarise` turns the state, the config and the evaluation history into one row per
+decided attempt (counts, score, gap ± 95% interval, Elo ± 95% error, decision, override,
+wall time, timesteps), the Elo ladder of the passing bots and what happens next. Elo is
+chained through the evaluation records (each passing bot against its reference, stage 1's
+reference at 0): no game is played. Nothing here reads a clock, so the same workspace
+always gives the same summary.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from cosmic_curriculum.evaluation import stats
+from cosmic_curriculum.progress import parse_progress_line
+from cosmic_curriculum.workspace.config import CurriculumConfig
+from cosmic_curriculum.workspace.layout import Layout, experiment_name
+from cosmic_curriculum.workspace.state import CurriculumState, LogEntry
+from cosmic_curriculum.workspace.trainer_log import launched_at
+
+RUN = "cosmic-curriculum run"  # REPORT.md lives at the workspace root: commands run there
+REASON = '--reason "..."'
+
+
+@dataclass
+class Row:
+    stage: str
+    experiment: str
+    attempt: int
+    counts: str = "–"  # W-L-D / N
+    score: str = "–"
+    gap: str = "–"  # reference − candidate win rate ± 95% half-width
+    elo: str = "–"  # candidate over reference ± 95% error
+    decision: str = ""
+    note: str = ""  # override or forced retry, with its reason
+    wall: str = "–"
+    timesteps: str = "–"
+
+
+@dataclass
+class Rung:
+    bot: str
+    stage: str
+    elo: float | None  # None: unknown (a skipped stage, a shut-out)
+    err: float | None
+
+
+@dataclass
+class Summary:
+    status: str
+    rows: list[Row] = field(default_factory=list)
+    ladder: list[Rung] = field(default_factory=list)
+    now: str = ""  # what runs now or what the human must decide
+    commands: list[str] = field(default_factory=list)  # the commands to run next, if any
+    experiments: list[tuple[str, str]] = field(default_factory=list)  # (experiment, decision)
+
+
+def summarise(
+    layout: Layout, state: CurriculumState, config: CurriculumConfig, records: list[dict[str, Any]]
+) -> Summary:
+    by_id = {str(r.get("id")): r for r in records if r.get("id") is not None}
+    out = Summary(status=state.status)
+    for i, stage in enumerate(config.stages):
+        label = f"{i + 1} {stage.name}"
+        entries = state.stage_log(i)
+        if not entries:
+            out.rows.append(Row(label, "", 0, decision=_pending(state, i)))
+        for entry in entries:
+            record = by_id.get(entry.eval_id or "")
+            out.rows.append(_row(layout, label, entry, record))
+            out.experiments.append((entry.experiment, _decision(entry)))
+    out.ladder = ladder(state, config, by_id)
+    _next(out, layout, state, config)
+    return out
+
+
+def _pending(state: CurriculumState, i: int) -> str:
+    if state.status == "done" or i < state.stage_index:
+        return "passed"
+    return "current" if i == state.stage_index else "pending"
+
+
+def _decision(entry: LogEntry) -> str:
+    return "skipped" if entry.override else entry.decision
+
+
+def _row(layout: Layout, label: str, entry: LogEntry, record: dict[str, Any] | None) -> Row:
+    row = Row(label, entry.experiment, entry.attempt, decision=_decision(entry))
+    if entry.override:
+        row.note = f"{entry.override}: {entry.reason or ''}".rstrip(": ")
+    elif entry.forced_retry:
+        row.note = f"forced retry: {entry.reason or ''}".rstrip(": ")
+    counts = {**(entry.eval or {}), **(record or {})}
+    if all(isinstance(counts.get(k), int) for k in ("wins_a", "wins_b", "draws", "episodes")):
+        wa, wb, d, n = (int(counts[k]) for k in ("wins_a", "wins_b", "draws", "episodes"))
+        row.counts = f"{wa}-{wb}-{d} / {n}"
+        row.score = f"{stats.score(wa, wb, d):.3f}"
+        gap, half = _gap(counts)
+        row.gap = f"{stats.signed(gap, 2)} ± {half:.2f}"
+        elo, err = _elo(counts)
+        row.elo = "–" if elo is None else f"{stats.signed(elo, 0)} ± {_num(err)}"
+    started, steps = _log_facts(layout.log(entry.experiment))
+    row.wall = _duration(started, entry.decided_at)
+    row.timesteps = f"{steps:,}" if steps is not None else "–"
+    return row
+
+
+def _gap(record: dict[str, Any]) -> tuple[float, float]:
+    """The record's gap and interval when it has them, else computed from its counts."""
+    ci = record.get("gap_ci95")
+    if isinstance(ci, list) and len(ci) == 2 and all(isinstance(x, int | float) for x in ci):
+        gap = record.get("gap")
+        centre = float(gap) if isinstance(gap, int | float) else (ci[0] + ci[1]) / 2
+        return centre, (float(ci[1]) - float(ci[0])) / 2
+    return stats.gap_interval(record["wins_a"], record["wins_b"], record["draws"])
+
+
+def _elo(record: dict[str, Any]) -> tuple[float | None, float | None]:
+    """Elo of the candidate over its reference and its 95% error (None when unbounded)."""
+    elo, err = record.get("elo"), record.get("elo_err95")
+    if not isinstance(elo, int | float):
+        est = stats.elo_estimate(record["wins_a"], record["wins_b"], record["draws"])
+        elo, err = est.elo, est.err95
+    return _finite(elo), _finite(err)
+
+
+def _finite(x: Any) -> float | None:
+    return float(x) if isinstance(x, int | float) and math.isfinite(x) else None
+
+
+def _num(x: float | None) -> str:
+    return "∞" if x is None else f"{x:.0f}"
+
+
+def _log_facts(log: Path) -> tuple[str | None, int | None]:
+    """When the attempt's first launch was logged and the last timesteps it reported."""
+    if not log.is_file():
+        return None, None
+    steps: int | None = None
+    with open(log, encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            at = line.find("@progress")
+            if at >= 0 and (progress := parse_progress_line(line[at:])) is not None:
+                steps = int(progress["timesteps"])
+    return launched_at(log), steps
+
+
+def _duration(start: str | None, end: str | None) -> str:
+    """``H:MM`` from the first launch to the decision (minutes: the same run twice gives
+    the same report)."""
+    try:
+        seconds = datetime.fromisoformat(end or "") - datetime.fromisoformat(start or "")
+    except ValueError:
+        return "–"
+    minutes = max(0, int(seconds.total_seconds() // 60))
+    return f"{minutes // 60}:{minutes % 60:02d}"
+
+
+def ladder(
+    state: CurriculumState, config: CurriculumConfig, by_id: dict[str, dict[str, Any]]
+) -> list[Rung]:
+    """Each stage's passing bot with its Elo chained from stage 1's reference (0).
+
+    A stage whose reference is not the previous rung (a reference of its own) restarts
+    the chain at that reference (0 when it is stage 1's reference, unknown otherwise).
+    """
+    root = config.reference_bot
+    name = Path(root).stem if isinstance(root, str) else "exec:" + " ".join(root.exec)
+    rungs = [Rung(name, "reference", 0.0, 0.0)]
+    previous = rungs[0]
+    for i, stage in enumerate(config.stages):
+        entry = state.passing_entry(i)
+        if entry is None:
+            break
+        own = config.stage_reference(i)
+        base = previous if own is None else rungs[0] if own == root else None
+        record = by_id.get(entry.eval_id or "")
+        elo: float | None = None
+        err: float | None = None
+        if base is not None and base.elo is not None and record is not None:
+            diff, diff_err = _elo(record)
+            if diff is not None:
+                elo = base.elo + diff
+                if base.err is not None and diff_err is not None:
+                    err = math.hypot(base.err, diff_err)  # independent evaluations
+        rung = Rung(entry.experiment, f"{i + 1} {stage.name}", elo, err)
+        rungs.append(rung)
+        previous = rung
+    return rungs
+
+
+def _next(out: Summary, layout: Layout, state: CurriculumState, config: CurriculumConfig) -> None:
+    names = [s.name for s in config.stages]
+    if state.status == "done":
+        out.now = "Every stage passed: the curriculum is done."
+        return
+    i = state.stage_index
+    name = names[i] if i < len(names) else f"#{i + 1}"
+    if state.status == "blocked":
+        review = layout.rel(layout.review(name))
+        out.now = (
+            f"**Stage {i + 1} `{name}` is blocked** — {state.blocked_reason or ''}. "
+            f"Read [the review]({review}), then decide: retry the stage once more, or "
+            "accept its last attempt and move on."
+        )
+        out.commands = [f"{RUN} --force-retry {REASON}", f"{RUN} --skip-to-next-stage {REASON}"]
+        return
+    flight = state.in_flight
+    if flight is not None and flight.phase != "committed" and flight.error:
+        out.now = (
+            f"**Attempt error** of `{flight.experiment}`: {flight.error}. Fix the cause "
+            f"(see [its log]({layout.rel(layout.log(flight.experiment))})); the next run "
+            "retries the attempt."
+        )
+        out.commands = [RUN]
+        return
+    exp = experiment_name(i, name, state.attempt)
+    live = flight is not None and flight.experiment == exp and flight.phase != "decided"
+    doing = f"is in phase {flight.phase}" if live and flight else "runs next"
+    out.now = (
+        f"Stage {i + 1} `{name}`: `{exp}` {doing} (attempt {state.attempt}); nothing to decide."
+    )

@@ -1,0 +1,409 @@
+"""`stages.toml`: the curriculum definition, validated before any GPU time is spent.
+
+Example (the shipped default; every key is optional except ``stages``)::
+
+    max_retries = 2                # failures after the first before a stage blocks
+    eval_episodes = 100            # episodes played by the margin gate
+    regression_margin = 0.15       # fail iff reference win rate - candidate's >= this
+    standing_args = ["--reset-std", "0.3", "--ent-coef", "0.001"]
+    reference_bot = "bots/rookie.json"          # stage 1's reference
+    training_command = ["scripts/run_training.sh"]
+    # evaluation_command = ["./my_eval"]        # default: the built-in evaluator
+    # notify_command = ["./notify.sh"]          # told of blocks, errors, the end (README)
+    # notify_on = ["blocked", "done", "attempt_error", "interrupted", "passed", "failed"]
+    # notify_timeout = 30                       # seconds before the notifier's group is killed
+    # candidates = 1               # K > 1: K trainings per attempt, the best re-evaluated
+
+
+    [defaults]
+    timesteps = 20_000_000
+    n_parallel = 14
+    speedup = 16
+
+    [gate]
+    rule = "margin"                # or "sprt" (see docs/GATES.md)
+
+    [[stages]]
+    name = "score"
+    flags = ["--opponent-mode", "inert"]
+    # timesteps = 5_000_000        # per-stage overrides
+    # reference_bot = "bots/other.json"
+    # reference_bot = {exec = ["./mybot", "--level", "3"]}   # a program (docs/BOT_FORMAT.md)
+    # candidates = 3               # this stage's K (docs/SCALING.md)
+    # [stages.gate]
+    # rule = "sprt"
+
+Flags are argv lists, never shell strings. Stage names become parts of file names, so they
+are restricted to ``[a-z0-9_-]+``. Unknown keys are errors. Every error is one line naming
+the file, the line, the key, the problem and the fix.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import tomllib
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
+
+from cosmic_curriculum import DATA_DIR
+from cosmic_curriculum.defaults import BOT_TIMEOUT_SECONDS
+from cosmic_curriculum.errors import ConfigError
+from cosmic_curriculum.workspace.config_errors import describe
+
+STAGE_NAME_RE = re.compile(r"^[a-z0-9_-]+$")
+BOM = "\ufeff"
+
+
+def _no_nul(value: str) -> str:
+    # Arguments and paths reach execve/open, which cut a string at NUL: refuse it here,
+    # before any training, rather than fail at launch on every rerun.
+    if "\0" in value:
+        raise ValueError("contains a NUL character (\\0); remove it")
+    return value
+
+
+# A string that becomes a command-line argument or a path.
+Arg = Annotated[str, AfterValidator(_no_nul)]
+PRESETS = ("default", "quick")
+
+# What a notifier can be told; `notify_on` picks among them (default: all but the
+# per-attempt passed/failed, which a multi-day run would repeat many times).
+NotifyEvent = Literal["blocked", "done", "attempt_error", "interrupted", "passed", "failed"]
+DEFAULT_NOTIFY_ON: tuple[NotifyEvent, ...] = ("blocked", "done", "attempt_error", "interrupted")
+
+
+class GateSettings(BaseModel):
+    """How a stage's candidate is judged against its reference.
+
+    ``margin`` (the reference rule): play ``episodes`` episodes and fail iff the
+    reference's win rate exceeds the candidate's by at least ``regression_margin``.
+    ``sprt``: a sequential test that stops as soon as it can tell "no regression" (score
+    0.5) from a regression of ``gap`` in win rate (score ``0.5 - gap/2``), with error
+    rates ``alpha`` (passing such a regression) and ``beta`` (failing an equal
+    candidate), capped at ``max_episodes`` (then fail iff the LLR is negative).
+    The evaluator plays ``batch_pairs`` seat-swapped pairs per vectorised call. With
+    ``check = "pair"`` (default) the test looks after every pair of a batch, in order,
+    and pairs after the deciding one are discarded (simulated games are cheap; the error
+    rates and episode counts are those of a per-pair test); with ``check = "batch"`` it
+    looks only after whole batches (for costly games: fewer looks, 13-20% more episodes
+    at 5 pairs). See docs/GATES.md for measured error rates.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    rule: Literal["margin", "sprt"] = "margin"
+    episodes: int = Field(100, ge=2, description="episodes played by the margin rule")
+    regression_margin: float = Field(0.15, gt=0.0, lt=1.0)
+    gap: float = Field(0.25, gt=0.0, lt=1.0)
+    alpha: float = Field(0.05, gt=0.0, lt=0.5)
+    beta: float = Field(0.05, gt=0.0, lt=0.5)
+    max_episodes: int = Field(400, ge=2)
+    batch_pairs: int = Field(5, ge=1)
+    check: Literal["pair", "batch"] = "pair"
+
+    @property
+    def check_pairs(self) -> int:
+        """Pairs between two looks of the sequential test."""
+        return 1 if self.check == "pair" else self.batch_pairs
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+# Parallel candidates of one attempt (`candidates = K`, docs/SCALING.md): K = 1 is one
+# training per attempt, exactly as without the key. A bound keeps a typo (1000) from
+# submitting a thousand trainings.
+DEFAULT_CANDIDATES = 1
+MAX_CANDIDATES = 64
+
+
+# An external program bot (bots/external.py, docs/BOT_FORMAT.md): seconds it may take to
+# answer its handshake or one request before the evaluation fails.
+
+
+class ExecReference(_Strict):
+    """``reference_bot = {exec = ["./mybot", "--level", "3"]}``: a program speaking the
+    cosmic-bot protocol, run in the workspace (an argv list, never a shell string)."""
+
+    exec: list[Arg] = Field(min_length=1)
+    timeout: float = Field(BOT_TIMEOUT_SECONDS, gt=0.0)
+
+    @field_validator("exec")
+    @classmethod
+    def _program_named(cls, value: list[str]) -> list[str]:
+        if not value[0].strip():
+            raise ValueError("the program (first element) is empty; name the bot's program")
+        return value
+
+    @field_validator("timeout", mode="before")
+    @classmethod
+    def _timeout_accepts_ints(cls, value: Any) -> Any:
+        return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+    def definition(self) -> dict[str, Any]:
+        """What identifies this reference in the stage definitions (config hash)."""
+        return {"exec": list(self.exec)}
+
+
+def _reference_kind(value: Any) -> str:
+    return "exec" if isinstance(value, dict | ExecReference) else "path"
+
+
+# A reference bot: a bot file's path or an exec table. The tag is a union member's name,
+# dropped from error locations by config_errors.describe (the key is `reference_bot`).
+ReferenceBot = Annotated[
+    Annotated[Arg, Tag("path")] | Annotated[ExecReference, Tag("exec")],
+    Discriminator(_reference_kind),
+]
+
+
+class Defaults(_Strict):
+    """Budgets for every stage; the `run` options override them."""
+
+    timesteps: int = Field(20_000_000, gt=0)
+    n_parallel: int = Field(14, gt=0)
+    speedup: int = Field(16, gt=0)
+
+
+class StageConfig(_Strict):
+    """One stage: its name, the trainer flags that make it, and optional overrides."""
+
+    name: str
+    flags: list[Arg] = Field(default_factory=list)
+    timesteps: int | None = Field(None, gt=0)
+    reference_bot: ReferenceBot | None = None
+    gate: dict[str, Any] | None = None
+    candidates: int | None = Field(None, ge=1, le=MAX_CANDIDATES)
+
+    @field_validator("name")
+    @classmethod
+    def _name_is_a_safe_path_part(cls, value: str) -> str:
+        if not STAGE_NAME_RE.fullmatch(value):
+            raise ValueError(
+                f"stage name {value!r} may only contain a-z, 0-9, '_' and '-' "
+                "(it becomes part of file names)"
+            )
+        return value
+
+    @field_validator("gate")
+    @classmethod
+    def _gate_override_is_valid(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        if value is not None:
+            GateSettings(**value)  # raises with the field named
+        return value
+
+
+class LauncherConfig(_Strict):
+    """Where trainings run (`[launcher]`): this machine, or a Ray cluster (docs/SCALING.md).
+
+    ``address`` is the Ray dashboard (Jobs API) address; empty means ``RAY_ADDRESS``, then
+    a ``ray start --head`` on this machine (``http://127.0.0.1:8265``); a cluster is never
+    started silently. ``num_gpus``, ``num_cpus`` and ``memory`` (bytes) are what each
+    training asks the cluster for; ``env`` adds environment variables to it.
+    """
+
+    kind: Literal["local", "ray"] = "local"
+    address: Arg | None = None
+    num_gpus: float = Field(0.0, ge=0.0)
+    num_cpus: float = Field(1.0, ge=0.0)
+    memory: int | None = Field(None, gt=0)
+    env: dict[str, Arg] = Field(default_factory=dict)
+    max_parallel: int | None = Field(None, ge=1)
+    # The evaluation_command as a Ray Job too (the built-in evaluator always runs here).
+    evaluate_remote: bool = False
+
+    @field_validator("evaluate_remote")
+    @classmethod
+    def _remote_needs_ray(cls, value: bool, info: ValidationInfo) -> bool:
+        if value and info.data.get("kind") != "ray":
+            raise ValueError(
+                "evaluate_remote = true sends the evaluation_command to a Ray cluster: it "
+                'needs kind = "ray" (or set evaluate_remote = false)'
+            )
+        return value
+
+    @field_validator("num_gpus", "num_cpus", mode="before")
+    @classmethod
+    def _counts_accept_ints(cls, value: Any) -> Any:
+        return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+class CurriculumConfig(_Strict):
+    """The whole of `stages.toml`."""
+
+    max_retries: int = Field(2, ge=0)
+    eval_episodes: int = Field(100, ge=2)
+    regression_margin: float = Field(0.15, gt=0.0, lt=1.0)
+    standing_args: list[Arg] = Field(
+        default_factory=lambda: ["--reset-std", "0.3", "--ent-coef", "0.001"]
+    )
+    reference_bot: ReferenceBot = "bots/rookie.json"
+    training_command: list[Arg] = Field(
+        default_factory=lambda: ["scripts/run_training.sh"], min_length=1
+    )
+    evaluation_command: list[Arg] | None = Field(None, min_length=1)
+    notify_command: list[Arg] | None = Field(None, min_length=1)
+    notify_on: list[NotifyEvent] = Field(default_factory=lambda: list(DEFAULT_NOTIFY_ON))
+    notify_timeout: float = Field(30.0, gt=0)
+    candidates: int = Field(DEFAULT_CANDIDATES, ge=1, le=MAX_CANDIDATES)
+    defaults: Defaults = Field(default_factory=Defaults)
+    gate: dict[str, Any] = Field(default_factory=dict)
+    stages: list[StageConfig] = Field(min_length=1)
+    launcher: LauncherConfig = Field(default_factory=LauncherConfig)
+    path: Path = Field(Path("stages.toml"), exclude=True)
+
+    @field_validator("regression_margin", mode="before")
+    @classmethod
+    def _margin_accepts_ints(cls, value: Any) -> Any:
+        # strict mode would refuse `regression_margin = 0` with a type error; let the
+        # range check say what is wrong instead.
+        return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+    @field_validator("gate")
+    @classmethod
+    def _gate_table_is_valid(cls, value: dict[str, Any]) -> dict[str, Any]:
+        for key in ("episodes", "regression_margin"):
+            if key in value:
+                top = "eval_episodes" if key == "episodes" else key
+                raise ValueError(f"set '{top}' at the top level of the file, not in [gate]")
+        GateSettings(**value)
+        return value
+
+    @field_validator("launcher")
+    @classmethod
+    def _remote_evaluation_needs_a_command(
+        cls, value: LauncherConfig, info: ValidationInfo
+    ) -> LauncherConfig:
+        if value.evaluate_remote and not info.data.get("evaluation_command"):
+            raise ValueError(
+                "evaluate_remote = true needs an evaluation_command: the built-in evaluator "
+                "always runs on this machine (it takes about a second); set one or remove "
+                "evaluate_remote"
+            )
+        return value
+
+    @field_validator("stages")
+    @classmethod
+    def _stage_names_unique(cls, value: list[StageConfig]) -> list[StageConfig]:
+        seen: set[str] = set()
+        for stage in value:
+            if stage.name in seen:
+                raise ValueError(f"stage name {stage.name!r} is used twice; names must be unique")
+            seen.add(stage.name)
+        return value
+
+    # -- effective settings -------------------------------------------------------------
+
+    def stage_gate(self, index: int) -> GateSettings:
+        """The gate of stage ``index``: top-level episodes/margin, then [gate], then the stage's."""
+        merged: dict[str, Any] = {
+            "episodes": self.eval_episodes,
+            "regression_margin": self.regression_margin,
+            **self.gate,
+            **(self.stages[index].gate or {}),
+        }
+        return GateSettings(**merged)
+
+    def stage_timesteps(self, index: int, override: int | None = None) -> int:
+        """Stage ``index``'s timesteps: `--timesteps`, else the stage's own, else [defaults]."""
+        if override is not None:
+            return override
+        return self.stages[index].timesteps or self.defaults.timesteps
+
+    def stage_candidates(self, index: int) -> int:
+        """How many candidates each attempt of stage ``index`` trains: the stage's
+        ``candidates``, else the top-level one."""
+        own = self.stages[index].candidates
+        return own if own is not None else self.candidates
+
+    def max_parallel(self, candidates: int) -> int:
+        """How many of an attempt's ``candidates`` trainings run at once."""
+        cap = self.launcher.max_parallel
+        return candidates if cap is None else min(cap, candidates)
+
+    def stage_reference(self, index: int) -> str | ExecReference | None:
+        """The reference bot configured for stage ``index`` (None: previous stage's bot)."""
+        stage = self.stages[index]
+        if stage.reference_bot is not None:
+            return stage.reference_bot
+        return self.reference_bot if index == 0 else None
+
+    def stage_definitions(self) -> list[dict[str, Any]]:
+        """What defines each stage's result; a change to a finished stage needs consent."""
+        return [
+            {
+                "name": stage.name,
+                "flags": list(stage.flags),
+                "standing_args": list(self.standing_args),
+                "timesteps": self.stage_timesteps(i),
+                "reference_bot": _reference_definition(self.stage_reference(i)),
+                "gate": self.stage_gate(i).model_dump(),
+            }
+            for i, stage in enumerate(self.stages)
+        ]
+
+    def stage_hashes(self) -> list[str]:
+        return [_digest(d) for d in self.stage_definitions()]
+
+    def config_hash(self) -> str:
+        return _digest(self.stage_definitions())
+
+
+def _reference_definition(reference: str | ExecReference | None) -> Any:
+    # A path stays a plain string, so existing workspaces keep their config hashes.
+    return reference.definition() if isinstance(reference, ExecReference) else reference
+
+
+def _digest(obj: Any) -> str:
+    blob = json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()
+    return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def preset_path(name: str) -> Path:
+    """The packaged `stages.toml` of a preset (``default`` or ``quick``)."""
+    if name not in PRESETS:
+        raise ConfigError(f"--preset {name!r} is unknown; choose one of: {', '.join(PRESETS)}")
+    return DATA_DIR / "presets" / f"{name}.toml"
+
+
+def load_config(path: Path) -> CurriculumConfig:
+    """Read and validate ``path``; any problem is a one-line :class:`ConfigError`."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(
+            f"{path}: curriculum file not found; pass --config PATH or create one with "
+            "`cosmic-curriculum init DIR`"
+        ) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read the curriculum file: {exc}") from None
+    # Some editors start UTF-8 files with a byte-order mark, which TOML does not allow;
+    # it carries no meaning, so it is dropped rather than reported as "Invalid statement".
+    text = text.removeprefix(BOM)
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    try:
+        config = CurriculumConfig(**data)
+    except ValidationError as exc:
+        raise ConfigError(describe(path, text, exc)) from None
+    except TypeError as exc:  # e.g. a table where a value was expected at the top level
+        raise ConfigError(f"{path}: {exc}") from None
+    return config.model_copy(update={"path": path})

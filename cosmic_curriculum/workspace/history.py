@@ -1,0 +1,100 @@
+"""`eval_history.json`: every evaluation ever run, as a JSON list of records.
+
+The seed format is a plain list of objects with at least ``wins_a`` (candidate),
+``wins_b`` (reference), ``draws`` and ``episodes``; records we write add an ``id`` and
+``created_at`` (and much more, see docs/ARCHITECTURE.md). Unknown keys are kept as they
+are. Every write is atomic, so a crash leaves the old or the new list, never a torn one.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from cosmic_curriculum.errors import EvaluationError, StateError
+from cosmic_curriculum.system.fsio import atomic_write_json, read_json
+
+_REQUIRED = ("wins_a", "wins_b", "draws", "episodes")
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def new_record_id() -> str:
+    """Sortable by time, unique without coordination."""
+    import secrets  # here, not at the top: `status` reads through this module
+
+    return f"ev-{datetime.now(UTC).strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(3)}"
+
+
+def validate_record(record: Any, where: str) -> None:
+    """Raise if ``record`` lacks the seed keys or has impossible counts."""
+    if not isinstance(record, dict):
+        raise StateError(f"{where}: expected an object, got {type(record).__name__}")
+    for key in _REQUIRED:
+        value = record.get(key)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise StateError(f"{where}: '{key}' must be a non-negative integer, got {value!r}")
+    if record["wins_a"] + record["wins_b"] + record["draws"] != record["episodes"]:
+        raise StateError(
+            f"{where}: wins_a + wins_b + draws = "
+            f"{record['wins_a'] + record['wins_b'] + record['draws']} but episodes = "
+            f"{record['episodes']}"
+        )
+
+
+def load(path: Path) -> list[dict[str, Any]]:
+    """All records; a missing file is an empty history, a corrupt one is an error."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    data = read_json(path, "evaluation history")
+    if not isinstance(data, list):
+        raise StateError(
+            f"{path}: evaluation history must be a JSON list of records, got "
+            f"{type(data).__name__}; restore it with `git show HEAD:{path.name} > {path.name}`"
+        )
+    for i, record in enumerate(data):
+        validate_record(record, f"{path}: record {i}")
+    return data
+
+
+def append_record(path: Path, record: dict[str, Any]) -> dict[str, Any]:
+    """Append ``record`` (after giving it an id and timestamp) and return the stored copy."""
+    validate_record(record, "new evaluation record")
+    records = load(path)
+    stored = dict(record)
+    stored.setdefault("id", new_record_id())
+    stored.setdefault("created_at", utc_now())
+    records.append(stored)
+    atomic_write_json(Path(path), records)
+    return stored
+
+
+def find(path: Path, record_id: str) -> dict[str, Any] | None:
+    for record in load(path):
+        if record.get("id") == record_id:
+            return record
+    return None
+
+
+def adopt_new_records(path: Path, before: int) -> dict[str, Any]:
+    """The one record an external evaluation command appended after ``before`` records.
+
+    It gains an ``id`` (and ``created_at``) if it has none, so the state can point at it.
+    """
+    records = load(path)
+    added = len(records) - before
+    if added != 1:
+        raise EvaluationError(
+            f"{path}: the evaluation command must append exactly one record, it appended "
+            f"{added}; check evaluation_command in stages.toml"
+        )
+    record = records[-1]
+    if "id" not in record or "created_at" not in record:
+        record.setdefault("id", new_record_id())
+        record.setdefault("created_at", utc_now())
+        atomic_write_json(Path(path), records)
+    return record

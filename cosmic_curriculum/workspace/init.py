@@ -1,0 +1,154 @@
+"""`cosmic-curriculum init`: a fresh workspace from a preset.
+
+A workspace is a directory holding `stages.toml`, `curriculum_state.json`,
+`eval_history.json`, `bots/`, `checkpoints/`, `logs/` and the training script; usually
+its own git repository, so progress is committed as it happens.
+"""
+
+from __future__ import annotations
+
+import importlib
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from cosmic_curriculum import DATA_DIR
+from cosmic_curriculum.errors import ConfigError, CurriculumError
+from cosmic_curriculum.system.fsio import atomic_write_json, atomic_write_text
+from cosmic_curriculum.workspace.config import preset_path
+from cosmic_curriculum.workspace.layout import (
+    HISTORY_FILE,
+    LOCK_FILE,
+    REPORT_HTML,
+    STATE_FILE,
+)
+from cosmic_curriculum.workspace.state import CurriculumState, save_state
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+GITIGNORE = f"""# cosmic-curriculum workspace
+checkpoints/
+{LOCK_FILE}
+{REPORT_HTML}
+# temp files of interrupted atomic writes
+.*.tmp-*
+__pycache__/
+"""
+# Environment variables carried into the tmux session (the tmux server may be older than
+# this shell and would otherwise start the run with its own, stale environment).
+SESSION_ENV_PREFIXES = ("COSMIC_CURRICULUM_", "FAKE_TRAINER_", "FAKE_EVAL_")
+SESSION_ENV_NAMES = ("PATH", "PYTHONPATH", "VIRTUAL_ENV", "HOME")
+TMUX_SOCKET_ENV = "COSMIC_CURRICULUM_TMUX_SOCKET"
+
+
+def is_workspace(path: Path) -> bool:
+    return (path / "stages.toml").is_file() and (path / STATE_FILE).is_file()
+
+
+@dataclass
+class InitResult:
+    workspace: Path
+    created: list[str]
+    notes: list[str]
+    already: bool
+
+
+# The scripted bots every workspace gets (bots/<name>.json), and what to do without one.
+SCRIPTED_BOTS = {
+    "rookie": "put the stage-1 reference bot at bots/rookie.json (or set reference_bot in "
+    "stages.toml)",
+    "veteran": "copy bots/veteran.json from the project to play against the veteran",
+}
+
+
+def _write_scripted(ws: Path, name: str, notes: list[str]) -> bool:
+    """Write ``bots/<name>.json`` from the installed package (or the shipped file)."""
+    target = ws / "bots" / f"{name}.json"
+    try:
+        bots = importlib.import_module("cosmic_curriculum.bots")
+    except ModuleNotFoundError:
+        bots = None
+    document = getattr(bots, f"{name}_document", None)
+    save_bot = getattr(bots, "save_bot", None)
+    if document is not None and save_bot is not None:
+        save_bot(target, document())
+        return True
+    shipped = REPO_ROOT / "bots" / f"{name}.json"
+    if shipped.is_file():
+        shutil.copyfile(shipped, target)
+        return True
+    notes.append(f"no {name} bot available in this installation: {SCRIPTED_BOTS[name]}")
+    return False
+
+
+def init_workspace(path: Path, preset: str = "default") -> InitResult:
+    """Create a fresh workspace at ``path`` (or fill in what an existing one lacks).
+
+    Never overwrites a file; refuses a non-empty directory that is not a workspace.
+    """
+    ws = Path(path).resolve()
+    source = preset_path(preset)
+    already = ws.is_dir() and is_workspace(ws)
+    if ws.exists() and not ws.is_dir():
+        raise ConfigError(f"{ws}: exists and is not a directory; choose another WORKSPACE")
+    # An empty git repository (only `.git`, e.g. a fresh clone) counts as empty.
+    if ws.is_dir() and any(p.name != ".git" for p in ws.iterdir()) and not already:
+        raise ConfigError(
+            f"{ws}: directory is not empty and is not a cosmic-curriculum workspace "
+            "(no stages.toml + curriculum_state.json); choose an empty or new directory"
+        )
+    ws.mkdir(parents=True, exist_ok=True)
+    created: list[str] = []
+    notes: list[str] = []
+    for sub in ("bots", "logs", "scripts", "checkpoints"):
+        (ws / sub).mkdir(exist_ok=True)
+    if not (ws / "stages.toml").exists():
+        atomic_write_text(ws / "stages.toml", source.read_text(encoding="utf-8"))
+        created.append("stages.toml")
+    for name in SCRIPTED_BOTS:
+        bot = f"bots/{name}.json"
+        if not (ws / bot).exists() and _write_scripted(ws, name, notes):
+            created.append(bot)
+    trainer = ws / "scripts" / "run_training.sh"
+    shipped_trainer = DATA_DIR / "run_training.sh"
+    if not trainer.exists():
+        if shipped_trainer.is_file():
+            shutil.copyfile(shipped_trainer, trainer)
+            trainer.chmod(0o755)
+            created.append("scripts/run_training.sh")
+        else:
+            notes.append(
+                "the training script is not part of this installation yet: point "
+                "training_command in stages.toml at your trainer"
+            )
+    if not (ws / STATE_FILE).exists():
+        save_state(ws / STATE_FILE, CurriculumState())
+        created.append(STATE_FILE)
+    if not (ws / HISTORY_FILE).exists():
+        atomic_write_json(ws / HISTORY_FILE, [])
+        created.append(HISTORY_FILE)
+    if not (ws / ".gitignore").exists():
+        atomic_write_text(ws / ".gitignore", GITIGNORE)
+        created.append(".gitignore")
+    notes += _init_git(ws, created)
+    return InitResult(workspace=ws, created=created, notes=notes, already=already)
+
+
+def _init_git(ws: Path, created: list[str]) -> list[str]:
+    from cosmic_curriculum.vcs import repo as vcs
+
+    if vcs.git_executable() is None:
+        return ["git is not installed: the workspace works, but progress is not committed"]
+    notes: list[str] = []
+    # A workspace inside a repository that ignores it (a project's workspaces/) gets
+    # its own repository: its commits must never land in the enclosing one.
+    if not vcs.is_repo(ws) or vcs.ignored_by_enclosing_repo(ws) is not None:
+        import git
+
+        git.Repo.init(ws).close()
+        created.append(".git")
+    paths = [ws / p for p in created if p != ".git"]
+    try:
+        vcs.commit_paths(ws, paths, "chore(training): initialise cosmic-curriculum workspace")
+    except CurriculumError as exc:
+        notes.append(f"initial commit skipped: {exc}")
+    return notes

@@ -1,0 +1,49 @@
+"""A trainer's log, `logs/<experiment>.log`: the launch header the curriculum writes before
+each launch (``# <utc time> <command>``) and the trainer's ``@progress`` lines.
+
+Read by `status`, the trends and REPORT.md, so nothing heavy is imported here.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from cosmic_curriculum.progress import parse_progress_line
+from cosmic_curriculum.system.processes import tail_text
+
+HEADER_BYTES = 4096  # a launch header is one line of the command: this covers any sane one
+
+
+def launch_header(now: str, argv: Sequence[str]) -> str:
+    """The line written into the log before a launch (``now``: an ISO-8601 UTC time)."""
+    return f"# {now} {shlex.join(argv)}\n"
+
+
+def launched_at(log: Path) -> str | None:
+    """The time of the first launch header in the log, or None (no log, not a header)."""
+    try:
+        with open(log, "rb") as fh:
+            first = fh.read(HEADER_BYTES).decode("utf-8", "replace").split("\n", 1)[0]
+    except OSError:
+        return None
+    parts = first.split(" ", 2)
+    if len(parts) < 2 or parts[0] != "#":
+        return None
+    try:
+        datetime.fromisoformat(parts[1])
+    except ValueError:
+        return None
+    return parts[1]
+
+
+def latest_progress(log: Path) -> dict[str, Any] | None:
+    """The last progress line in the tail of a trainer's log (what it is doing now)."""
+    for line in reversed(tail_text(log, lines=200, max_bytes=65536).splitlines()):
+        progress = parse_progress_line(line)
+        if progress is not None:
+            return progress
+    return None
