@@ -236,7 +236,7 @@ def test_init_creates_a_workspace_that_runs(tmp_path: Path) -> None:
     for name in ("stages.toml", "curriculum_state.json", "eval_history.json", ".gitignore"):
         assert (target / name).is_file(), name
     assert json.loads((target / "eval_history.json").read_text()) == []
-    from cosmic_curriculum.workspace.config import preset_path
+    from cosmic_curriculum.workspace.config_file import preset_path
 
     assert (target / "stages.toml").read_text() == preset_path("quick").read_text()
     assert "checkpoints/" in (target / ".gitignore").read_text()

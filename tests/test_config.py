@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from cosmic_curriculum.errors import ConfigError
-from cosmic_curriculum.workspace.config import load_config, preset_path
+from cosmic_curriculum.workspace.config_file import load_config, preset_path
 
 ONE_STAGE = '[[stages]]\nname = "a"\n'
 

@@ -614,7 +614,7 @@ def test_atomic_write_errors_name_the_target_not_the_temp_file(
 def test_workspace_lock_that_cannot_be_created_is_a_one_line_error(
     env_ws: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from cosmic_curriculum.workspace import state as state_module
+    from cosmic_curriculum.workspace import lock as lock_module
 
     real_open = os.open
 
@@ -623,7 +623,7 @@ def test_workspace_lock_that_cannot_be_created_is_a_one_line_error(
             raise OSError(errno.EROFS, "Read-only file system", str(path))
         return real_open(path, flags, *args)
 
-    monkeypatch.setattr(state_module.os, "open", read_only)
+    monkeypatch.setattr(lock_module.os, "open", read_only)
     before = snapshot(env_ws)
     with pytest.raises(LockError) as info:
         run_in_process(env_ws)

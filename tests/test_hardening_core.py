@@ -29,7 +29,7 @@ from cosmic_curriculum.launchers import LaunchSpec, TrainerRecord
 from cosmic_curriculum.launchers.local import LocalLauncher
 from cosmic_curriculum.launchers.tmux import TMUX_SOCKET_ENV
 from cosmic_curriculum.progress import parse_progress_line
-from cosmic_curriculum.workspace.state import load_state
+from cosmic_curriculum.workspace.state_file import load_state
 
 
 def status(ws: Path) -> subprocess.CompletedProcess[str]:

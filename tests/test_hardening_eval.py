@@ -24,7 +24,7 @@ from cosmic_curriculum.evaluation import evaluate
 from cosmic_curriculum.system import fsio
 from cosmic_curriculum.workspace import history
 from cosmic_curriculum.workspace.layout import LOCK_FILE, STATE_FILE
-from cosmic_curriculum.workspace.state import WorkspaceLock
+from cosmic_curriculum.workspace.lock import WorkspaceLock
 
 ROOT = Path(__file__).resolve().parent.parent
 # One physics tick per game: enough to exercise batching, memory and files in no time.
@@ -158,7 +158,7 @@ def test_a_pid_reused_after_the_temp_was_written_does_not_keep_it(tmp_path: Path
 MEASURE = """
 import json, sys
 from pathlib import Path
-from cosmic_curriculum import evaluate
+from cosmic_curriculum.evaluation import evaluate
 a, b, h, n = sys.argv[1:]
 rec = evaluate.run_evaluation(Path(a), Path(b), history_path=Path(h), episodes=int(n), seed=1)
 status = Path("/proc/self/status").read_text().splitlines()

@@ -267,7 +267,7 @@ def test_a_run_without_git_never_reports_an_uncommitted_result(tmp_path: Path) -
     skip override commits unconditionally)."""
     from cosmic_curriculum.curriculum.context import Run, RunOptions
     from cosmic_curriculum.curriculum.persist import commit, final_error
-    from cosmic_curriculum.workspace.state import load_state
+    from cosmic_curriculum.workspace.state_file import load_state
 
     ws = make_workspace(tmp_path / "ws", git_repo=False)
     rec = Recorder()

@@ -24,7 +24,8 @@ from cosmic_curriculum.launchers.tmux import TMUX_SOCKET_ENV
 from cosmic_curriculum.status.facts import decision_interval
 from cosmic_curriculum.workspace.layout import LOCK_FILE
 from cosmic_curriculum.workspace.live import eta_seconds, format_duration, lock_holder
-from cosmic_curriculum.workspace.state import Attempt, WorkspaceLock
+from cosmic_curriculum.workspace.lock import WorkspaceLock
+from cosmic_curriculum.workspace.state import Attempt
 
 
 def cli(

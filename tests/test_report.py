@@ -16,7 +16,8 @@ from cosmic_curriculum.reports.review import attempt_row, review_markdown
 from cosmic_curriculum.status.facts import status_data
 from cosmic_curriculum.status.text import render_status
 from cosmic_curriculum.workspace.layout import STATE_FILE
-from cosmic_curriculum.workspace.state import Attempt, CurriculumState, LogEntry, save_state
+from cosmic_curriculum.workspace.state import Attempt, CurriculumState, LogEntry
+from cosmic_curriculum.workspace.state_file import save_state
 from cosmic_curriculum.workspace.trainer_log import latest_progress
 
 S1, S2 = "curric-s1-score", "curric-s2-defend"

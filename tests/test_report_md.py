@@ -17,7 +17,7 @@ from PIL import Image
 
 from cosmic_curriculum.errors import BlockedError
 from cosmic_curriculum.reports.summary import ladder
-from cosmic_curriculum.workspace.config import load_config
+from cosmic_curriculum.workspace.config_file import load_config
 from cosmic_curriculum.workspace.state import CurriculumState, LogEntry
 
 IMAGE = re.compile(r"!\[[^\]]*\]\(([^)]+)\)")

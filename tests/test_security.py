@@ -23,7 +23,7 @@ import pytest
 from fakes.workspace import cli_env, make_workspace, run_cli, trainer_runs
 
 from cosmic_curriculum.errors import ConfigError
-from cosmic_curriculum.workspace.config import load_config
+from cosmic_curriculum.workspace.config_file import load_config
 
 PACKAGE = Path(__file__).resolve().parent.parent / "cosmic_curriculum"
 TRAIN = [sys.executable, "-m", "cosmic_curriculum", "train"]

@@ -8,14 +8,9 @@ from pathlib import Path
 import pytest
 
 from cosmic_curriculum.errors import LockError, StateError
-from cosmic_curriculum.workspace.state import (
-    Attempt,
-    CurriculumState,
-    WorkspaceLock,
-    check_stage_range,
-    load_state,
-    save_state,
-)
+from cosmic_curriculum.workspace.lock import WorkspaceLock
+from cosmic_curriculum.workspace.state import Attempt, CurriculumState
+from cosmic_curriculum.workspace.state_file import check_stage_range, load_state, save_state
 
 SEED = {
     "stage_index": 1,

@@ -18,13 +18,8 @@ from cosmic_curriculum.progress import format_progress
 from cosmic_curriculum.status import cache as status_cache
 from cosmic_curriculum.status.facts import status_data
 from cosmic_curriculum.workspace.layout import HISTORY_FILE, STATE_FILE
-from cosmic_curriculum.workspace.state import (
-    Attempt,
-    Candidate,
-    CurriculumState,
-    LogEntry,
-    save_state,
-)
+from cosmic_curriculum.workspace.state import Attempt, Candidate, CurriculumState, LogEntry
+from cosmic_curriculum.workspace.state_file import save_state
 
 S1, S2 = "curric-s1-score", "curric-s2-defend"
 

@@ -185,7 +185,8 @@ def test_status_on_a_real_terminal_wraps_and_colours(tmp_path: Path) -> None:
     from fakes.workspace import make_workspace
 
     from cosmic_curriculum.workspace.layout import STATE_FILE
-    from cosmic_curriculum.workspace.state import CurriculumState, LogEntry, save_state
+    from cosmic_curriculum.workspace.state import CurriculumState, LogEntry
+    from cosmic_curriculum.workspace.state_file import save_state
 
     ws = make_workspace(tmp_path / "ws", git_repo=False)
     skipped = LogEntry(

@@ -115,7 +115,7 @@ def test_kill_session_stops_the_trainer_and_resume_continues(tmp_path: Path, soc
 
 
 def test_detach_refuses_while_another_run_holds_the_workspace(tmp_path: Path, socket: str) -> None:
-    from cosmic_curriculum.workspace.state import WorkspaceLock
+    from cosmic_curriculum.workspace.lock import WorkspaceLock
 
     ws = make_workspace(tmp_path / "ws")
     with WorkspaceLock(ws):

@@ -14,7 +14,8 @@ from typer.testing import CliRunner
 from cosmic_curriculum.cli import app
 from cosmic_curriculum.progress import format_progress
 from cosmic_curriculum.workspace.layout import HISTORY_FILE, STATE_FILE
-from cosmic_curriculum.workspace.state import Attempt, CurriculumState, LogEntry, save_state
+from cosmic_curriculum.workspace.state import Attempt, CurriculumState, LogEntry
+from cosmic_curriculum.workspace.state_file import save_state
 from cosmic_curriculum.workspace.trainer_log import launched_at
 
 S1 = "curric-s1-score"

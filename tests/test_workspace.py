@@ -24,10 +24,11 @@ from cosmic_curriculum.launchers.tmux import (
     tmux_argv,
     tmux_literal,
 )
-from cosmic_curriculum.workspace.config import load_config, preset_path
+from cosmic_curriculum.workspace.config_file import load_config, preset_path
 from cosmic_curriculum.workspace.init import init_workspace, is_workspace
 from cosmic_curriculum.workspace.layout import LOCK_FILE, STATE_FILE
-from cosmic_curriculum.workspace.state import WorkspaceLock, load_state
+from cosmic_curriculum.workspace.lock import WorkspaceLock
+from cosmic_curriculum.workspace.state_file import load_state
 
 FILES = [
     "stages.toml",

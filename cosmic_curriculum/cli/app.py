@@ -97,7 +97,7 @@ def workspace_lock(directory: Path, wait: float = LOCK_WAIT_SECONDS) -> Iterator
     """Hold ``directory``'s workspace lock (waiting up to ``wait`` s) around a command that
     writes there, so it never races `run` on the same files. Only the CLI takes it: `run`
     calls the evaluator in-process while it holds the lock itself."""
-    from cosmic_curriculum.workspace.state import WorkspaceLock
+    from cosmic_curriculum.workspace.lock import WorkspaceLock
 
     if _inherited_lock(directory):
         yield

@@ -20,8 +20,19 @@ inflate the chance of passing a regression: the winner's curse).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any
 
+from cosmic_curriculum.core.candidate_rules import (
+    candidate_chosen,
+    candidate_evaluated,
+    candidate_failed,
+    candidate_in,
+    candidate_launched,
+    candidate_started,
+    candidate_trained,
+    require_candidates_in,
+)
+from cosmic_curriculum.core.decisions import gate_verdict
 from cosmic_curriculum.core.events import (
     BeginAttempt,
     CandidateChosen,
@@ -49,86 +60,20 @@ from cosmic_curriculum.core.events import (
     TrainingFailed,
     TrainingLaunched,
 )
-from cosmic_curriculum.evaluation.gate import GateSettings, decide
+from cosmic_curriculum.core.phases import EDGES, InvalidTransition, flight_of, phase_of
+from cosmic_curriculum.core.rules import skipped_experiment
 from cosmic_curriculum.workspace.config import CurriculumConfig
 from cosmic_curriculum.workspace.layout import candidate_name, experiment_name
 from cosmic_curriculum.workspace.state import (
     COUNT_KEYS,
     Attempt,
     Candidate,
-    CandidatePhase,
     CurriculumState,
     LogEntry,
-    Phase,
 )
-
-Step = Literal["begin", "train", "evaluate", "decide", "commit", "blocked", "done"]
-
 
 # An override without --reason is still recorded: as this reason, with who asked.
 NO_REASON = "no reason given"
-
-
-class InvalidTransition(Exception):
-    """An event that the state's phase does not allow: a bug in the shell, not user input."""
-
-
-# --------------------------------------------------------------------------- the table
-
-NO_ATTEMPT = "none"  # no attempt in flight (a fresh curriculum)
-ANY = ("none", "training", "trained", "evaluated", "decided", "committed")
-
-# event → (phases of the attempt in flight it may happen in, the phase it leaves).
-# None as the target keeps the phase. docs/ARCHITECTURE.md's diagram is checked against it.
-EDGES: dict[type[Any], tuple[tuple[str, ...], Phase | None]] = {
-    BeginAttempt: (ANY, "training"),
-    TrainingLaunched: (("training",), "training"),
-    TrainerStarted: (("training",), "training"),
-    TrainingFailed: (("training",), "training"),
-    Trained: (("training",), "trained"),
-    CandidateLaunched: (("training",), "training"),
-    CandidateStarted: (("training",), "training"),
-    CandidateTrained: (("training",), "training"),
-    CandidateFailed: (("training",), "training"),
-    CandidateEvaluated: (("trained",), "trained"),
-    CandidateChosen: (("trained",), "trained"),
-    EvaluationStarted: (("trained",), "trained"),
-    EvaluationFailed: (("trained",), "trained"),
-    Evaluated: (("trained",), "evaluated"),
-    Decide: (("evaluated",), "decided"),
-    Committed: (("decided",), "committed"),
-    Resumed: (ANY, None),
-    Interrupted: (ANY, None),
-    ForceRetry: (ANY, None),
-    SkipStage: (ANY, None),
-    ConfigRecorded: (ANY, None),
-    PushTried: (ANY, None),
-    NotificationQueued: (ANY, None),
-    NotificationSent: (ANY, None),
-}
-
-
-def phase_of(state: CurriculumState) -> str:
-    return state.in_flight.phase if state.in_flight is not None else NO_ATTEMPT
-
-
-def next_step(state: CurriculumState) -> Step:
-    """What the shell does next. A decided attempt is committed before anything else."""
-    flight = state.in_flight
-    if flight is not None and flight.phase == "decided":
-        return "commit"
-    if state.status == "done":
-        return "done"
-    if state.status == "blocked":
-        return "blocked"
-    if (
-        flight is None
-        or flight.phase == "committed"
-        or (flight.stage_index, flight.attempt) != (state.stage_index, state.attempt)
-    ):
-        return "begin"
-    steps: dict[Phase, Step] = {"training": "train", "trained": "evaluate", "evaluated": "decide"}
-    return steps[flight.phase]
 
 
 def apply(state: CurriculumState, config: CurriculumConfig, event: Event) -> CurriculumState:
@@ -145,11 +90,6 @@ def apply(state: CurriculumState, config: CurriculumConfig, event: Event) -> Cur
 
 # --------------------------------------------------------------------------- the rules
 # Each rule edits ``state`` (a private copy) in place; `apply` sets the target phase.
-
-
-def _flight(state: CurriculumState) -> Attempt:
-    assert state.in_flight is not None  # EDGES let only attempt events through
-    return state.in_flight
 
 
 def _begin(state: CurriculumState, config: CurriculumConfig, e: BeginAttempt) -> None:
@@ -188,7 +128,7 @@ def _interrupted(state: CurriculumState, config: CurriculumConfig, e: Interrupte
 
 
 def _launched(state: CurriculumState, config: CurriculumConfig, e: TrainingLaunched) -> None:
-    flight = _flight(state)
+    flight = flight_of(state)
     flight.error = None
     flight.interrupted = False
     flight.started_at = e.now
@@ -197,114 +137,28 @@ def _launched(state: CurriculumState, config: CurriculumConfig, e: TrainingLaunc
 
 
 def _started(state: CurriculumState, config: CurriculumConfig, e: TrainerStarted) -> None:
-    flight = _flight(state)
+    flight = flight_of(state)
     flight.pgid, flight.pid, flight.pid_start_time = e.pgid, e.pid, e.start_time
 
 
 def _trained(state: CurriculumState, config: CurriculumConfig, e: Trained) -> None:
-    _require_candidates_in(state, ("trained",), "Trained")
+    require_candidates_in(state, ("trained",), "Trained")
     _clear_group(state, config, e)
     if e.last_progress is not None:
-        _flight(state).last_progress = e.last_progress
+        flight_of(state).last_progress = e.last_progress
 
 
 def _training_failed(state: CurriculumState, config: CurriculumConfig, e: TrainingFailed) -> None:
     # With candidates: once none trains any more, and some failed (their errors say why).
-    _require_candidates_in(state, ("trained", "failed"), "TrainingFailed")
+    require_candidates_in(state, ("trained", "failed"), "TrainingFailed")
     _clear_group(state, config, e)
     if e.last_progress is not None:
-        _flight(state).last_progress = e.last_progress
+        flight_of(state).last_progress = e.last_progress
     _attempt_error(state, e.problem)
 
 
-# --------------------------------------------------------------------------- candidates
-
-
-def _require_candidates_in(state: CurriculumState, phases: tuple[str, ...], what: str) -> None:
-    """An attempt with candidates moves on only once every candidate is in ``phases``."""
-    waiting = [c.k for c in _flight(state).candidates or [] if c.phase not in phases]
-    if waiting:
-        raise InvalidTransition(f"{what} while candidates {waiting} are not {'/'.join(phases)}")
-
-
-def _candidate(state: CurriculumState, k: int, phases: tuple[CandidatePhase, ...]) -> Candidate:
-    for c in _flight(state).candidates or []:
-        if c.k == k:
-            if c.phase not in phases:
-                raise InvalidTransition(f"candidate {k} in phase {c.phase!r}, not {phases}")
-            return c
-    raise InvalidTransition(f"the attempt in flight has no candidate {k}")
-
-
-def _candidate_launched(
-    state: CurriculumState, config: CurriculumConfig, e: CandidateLaunched
-) -> None:
-    c = _candidate(state, e.k, ("training", "failed"))
-    c.phase = "training"
-    c.error = None
-    c.started_at = e.now
-    c.launched = True
-    c.last_resume = e.resume
-    flight = _flight(state)
-    flight.error = None
-    flight.interrupted = False
-
-
-def _candidate_started(
-    state: CurriculumState, config: CurriculumConfig, e: CandidateStarted
-) -> None:
-    c = _candidate(state, e.k, ("training",))
-    c.pgid, c.pid, c.pid_start_time = e.pgid, e.pid, e.start_time
-
-
-def _candidate_trained(
-    state: CurriculumState, config: CurriculumConfig, e: CandidateTrained
-) -> None:
-    c = _candidate(state, e.k, ("training",))
-    c.phase = "trained"
-    c.pgid = c.pid = c.pid_start_time = None
-    if e.last_progress is not None:
-        c.last_progress = e.last_progress
-
-
-def _candidate_failed(state: CurriculumState, config: CurriculumConfig, e: CandidateFailed) -> None:
-    c = _candidate(state, e.k, ("training",))
-    c.phase = "failed"
-    c.error = e.problem
-    c.pgid = c.pid = c.pid_start_time = None
-    if e.last_progress is not None:
-        c.last_progress = e.last_progress
-
-
-def record_score(record: dict[str, Any]) -> float:
-    """An evaluation's score: (candidate wins + draws / 2) / episodes (stats.score)."""
-    wins, draws, episodes = (int(record[k]) for k in ("wins_a", "draws", "episodes"))
-    return (wins + 0.5 * draws) / episodes if episodes else 0.0
-
-
-def _candidate_evaluated(
-    state: CurriculumState, config: CurriculumConfig, e: CandidateEvaluated
-) -> None:
-    c = _candidate(state, e.k, ("trained",))
-    c.phase = "evaluated"
-    c.eval_id = str(e.record["id"])
-    c.score = record_score(e.record)
-    c.history_before = c.eval_launched_at = None
-    _flight(state).error = None
-
-
-def _candidate_chosen(state: CurriculumState, config: CurriculumConfig, e: CandidateChosen) -> None:
-    flight = _flight(state)
-    if not flight.candidates or flight.chosen is not None:
-        raise InvalidTransition("CandidateChosen needs candidates not yet chosen among")
-    _require_candidates_in(state, ("evaluated",), "CandidateChosen")
-    best = max(flight.candidates, key=lambda c: (c.score or 0.0, -c.k))  # ties: lowest k
-    flight.chosen = best.k
-    flight.experiment = best.experiment
-
-
 def _attempt_error(state: CurriculumState, problem: str) -> None:
-    flight = _flight(state)
+    flight = flight_of(state)
     flight.error = problem
     state.last_error = f"{flight.experiment}: {problem}"
 
@@ -312,7 +166,7 @@ def _attempt_error(state: CurriculumState, problem: str) -> None:
 def _evaluation_started(
     state: CurriculumState, config: CurriculumConfig, e: EvaluationStarted
 ) -> None:
-    holder = _flight(state) if e.k is None else _candidate(state, e.k, ("trained",))
+    holder = flight_of(state) if e.k is None else candidate_in(state, e.k, ("trained",))
     holder.history_before = e.history_before
     holder.eval_launched_at = e.now
 
@@ -320,45 +174,21 @@ def _evaluation_started(
 def _evaluation_failed(
     state: CurriculumState, config: CurriculumConfig, e: EvaluationFailed
 ) -> None:
-    holder = _flight(state) if e.k is None else _candidate(state, e.k, ("trained",))
+    holder = flight_of(state) if e.k is None else candidate_in(state, e.k, ("trained",))
     holder.history_before = holder.eval_launched_at = None
     _attempt_error(state, e.problem)
 
 
 def _evaluated(state: CurriculumState, config: CurriculumConfig, e: Evaluated) -> None:
-    flight = _flight(state)
+    flight = flight_of(state)
     if flight.candidates and flight.chosen is None:
         raise InvalidTransition("Evaluated before a candidate was chosen")
     flight.eval_id = e.eval_id
     flight.error = None
 
 
-def gate_verdict(settings: GateSettings, record: dict[str, Any]) -> tuple[str, str]:
-    """(verdict, summary) of a finished evaluation record.
-
-    The built-in evaluator's record carries its own verdict (it may have stopped early
-    under SPRT); an evaluation command's record is judged here on its counts, with its
-    episodes as all there will be (the margin rule decides, the SPRT treats them as its cap).
-    """
-    own = record.get("gate")
-    if isinstance(own, dict) and own.get("verdict") in ("pass", "fail"):
-        return str(own["verdict"]), str(own.get("summary") or counts_summary(record))
-    wa, wb, d, n = (int(record[k]) for k in COUNT_KEYS)
-    decision = decide(settings, wa, wb, d, planned_episodes=n)
-    return str(decision.verdict), str(decision.summary)
-
-
-def counts_summary(record: dict[str, Any]) -> str:
-    n = max(1, int(record["episodes"]))
-    return (
-        f"candidate {record['wins_a']}/{record['episodes']} ({record['wins_a'] / n:.0%}) vs "
-        f"reference {record['wins_b']}/{record['episodes']} ({record['wins_b'] / n:.0%}), "
-        f"{record['draws']} draws"
-    )
-
-
 def _decide(state: CurriculumState, config: CurriculumConfig, e: Decide) -> None:
-    flight = _flight(state)
+    flight = flight_of(state)
     i = flight.stage_index
     verdict, summary = gate_verdict(config.stage_gate(i), e.record)
     entry = LogEntry(
@@ -429,24 +259,6 @@ def _force_retry(state: CurriculumState, config: CurriculumConfig, e: ForceRetry
         state.forced_retry.update(reason=NO_REASON, by=e.by)
 
 
-def skipped_experiment(state: CurriculumState, config: CurriculumConfig) -> str:
-    """The attempt `--skip-to-next-stage` accepts: the blocked stage's last one (with
-    candidates, the one that attempt chose)."""
-    i = state.stage_index
-    return attempt_experiment(state, config, i, max(0, state.attempt - 1))
-
-
-def attempt_experiment(
-    state: CurriculumState, config: CurriculumConfig, stage_index: int, attempt: int
-) -> str:
-    """The experiment a decided attempt stands for: the candidate it chose when it had
-    candidates (its log entry says which), else its name by the naming scheme."""
-    for entry in reversed(state.stage_log(stage_index)):
-        if entry.attempt == attempt and entry.override is None and entry.candidates:
-            return entry.experiment
-    return experiment_name(stage_index, config.stages[stage_index].name, attempt)
-
-
 def _skip_stage(state: CurriculumState, config: CurriculumConfig, e: SkipStage) -> None:
     _require_blocked(state, "--skip-to-next-stage")
     state.log.append(
@@ -501,12 +313,12 @@ _RULES: dict[type[Any], Callable[[CurriculumState, CurriculumConfig, Any], None]
     TrainerStarted: _started,
     Trained: _trained,
     TrainingFailed: _training_failed,
-    CandidateLaunched: _candidate_launched,
-    CandidateStarted: _candidate_started,
-    CandidateTrained: _candidate_trained,
-    CandidateFailed: _candidate_failed,
-    CandidateEvaluated: _candidate_evaluated,
-    CandidateChosen: _candidate_chosen,
+    CandidateLaunched: candidate_launched,
+    CandidateStarted: candidate_started,
+    CandidateTrained: candidate_trained,
+    CandidateFailed: candidate_failed,
+    CandidateEvaluated: candidate_evaluated,
+    CandidateChosen: candidate_chosen,
     EvaluationStarted: _evaluation_started,
     EvaluationFailed: _evaluation_failed,
     Evaluated: _evaluated,
@@ -520,14 +332,3 @@ _RULES: dict[type[Any], Callable[[CurriculumState, CurriculumConfig, Any], None]
     NotificationQueued: _notification_queued,
     NotificationSent: _notification_sent,
 }
-
-
-def mermaid_diagram() -> str:
-    """The attempt's phases as a Mermaid state diagram (docs/ARCHITECTURE.md shows it)."""
-    lines = ["stateDiagram-v2", "    [*] --> training: BeginAttempt"]
-    for event, (sources, target) in EDGES.items():
-        if event is BeginAttempt or target is None:
-            continue
-        lines += [f"    {source} --> {target}: {event.__name__}" for source in sources]
-    lines.append("    committed --> training: BeginAttempt (next attempt)")
-    return "\n".join(lines)

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from cosmic_curriculum.core import transitions as t
+from cosmic_curriculum.core.decisions import record_score
 from cosmic_curriculum.core.rules import CANDIDATE_KEY, SELECTION_KEY
 from cosmic_curriculum.curriculum.context import Run
 from cosmic_curriculum.curriculum.launch import (
@@ -37,9 +38,10 @@ from cosmic_curriculum.errors import TrainerError
 from cosmic_curriculum.launchers import Handle, LaunchError, RunOutcome, watch_many
 from cosmic_curriculum.system import fsio
 from cosmic_curriculum.system import processes as runner
+from cosmic_curriculum.system.clock import utc_now
 from cosmic_curriculum.system.processes import start_problem
 from cosmic_curriculum.workspace import history
-from cosmic_curriculum.workspace.state import Candidate, utc_now
+from cosmic_curriculum.workspace.state import Candidate
 
 # --------------------------------------------------------------------------- training
 
@@ -210,7 +212,7 @@ def evaluate_candidates(run: Run) -> None:
             history_before=c.history_before,
         )
         run.record(t.CandidateEvaluated(c.k, record), pause="evaluated")
-        run.reporter.info(f"{c.experiment}: score {t.record_score(record):.3f} (selection)")
+        run.reporter.info(f"{c.experiment}: score {record_score(record):.3f} (selection)")
     if run.flight.chosen is None:
         run.record(t.CandidateChosen())
         best = run.candidate(run.flight.chosen or 0)

@@ -20,13 +20,9 @@ from cosmic_curriculum.system import fsio
 from cosmic_curriculum.system import processes as runner
 from cosmic_curriculum.workspace.config import CurriculumConfig, LauncherConfig
 from cosmic_curriculum.workspace.layout import Layout
-from cosmic_curriculum.workspace.state import (
-    Attempt,
-    Candidate,
-    CurriculumState,
-    WorkspaceLock,
-    save_state,
-)
+from cosmic_curriculum.workspace.lock import WorkspaceLock
+from cosmic_curriculum.workspace.state import Attempt, Candidate, CurriculumState
+from cosmic_curriculum.workspace.state_file import save_state
 
 REASON_HINT = '--reason "..."'
 

@@ -26,8 +26,9 @@ from cosmic_curriculum.launchers import Handle, LaunchError, TrainerRecord, watc
 from cosmic_curriculum.launchers.local import LocalLauncher
 from cosmic_curriculum.system import fsio
 from cosmic_curriculum.system import processes as runner
+from cosmic_curriculum.system.clock import utc_now
 from cosmic_curriculum.workspace import history
-from cosmic_curriculum.workspace.state import Attempt, Candidate, utc_now
+from cosmic_curriculum.workspace.state import Attempt, Candidate
 
 if TYPE_CHECKING:
     from cosmic_curriculum.bots.external import ExecSpec

@@ -13,7 +13,8 @@ from cosmic_curriculum.curriculum.resume import validate_bot
 from cosmic_curriculum.errors import CurriculumError, TrainerError
 from cosmic_curriculum.launchers import LaunchSpec, RunOutcome
 from cosmic_curriculum.system import processes as runner
-from cosmic_curriculum.workspace.state import Attempt, utc_now
+from cosmic_curriculum.system.clock import utc_now
+from cosmic_curriculum.workspace.state import Attempt
 from cosmic_curriculum.workspace.trainer_log import launch_header
 
 

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from types import FrameType
 
 from cosmic_curriculum.core import transitions as t
+from cosmic_curriculum.core.phases import next_step
 from cosmic_curriculum.curriculum import notify
 from cosmic_curriculum.curriculum.candidates import evaluate_candidates, train_candidates
 from cosmic_curriculum.curriculum.context import Run, RunOptions
@@ -36,9 +37,12 @@ from cosmic_curriculum.errors import (
     StateError,
     TrainerError,
 )
-from cosmic_curriculum.workspace.config import load_config
+from cosmic_curriculum.system.clock import utc_now
+from cosmic_curriculum.workspace.config_file import load_config
 from cosmic_curriculum.workspace.layout import candidate_name, experiment_name
-from cosmic_curriculum.workspace.state import CurriculumState, WorkspaceLock, save_state, utc_now
+from cosmic_curriculum.workspace.lock import WorkspaceLock
+from cosmic_curriculum.workspace.state import CurriculumState
+from cosmic_curriculum.workspace.state_file import save_state
 
 HANDLED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
@@ -106,7 +110,7 @@ def check_run(options: RunOptions) -> None:
 
 def _loop(run: Run) -> CurriculumState:
     while True:
-        step = t.next_step(run.state)
+        step = next_step(run.state)
         if step == "begin":
             i, n = run.state.stage_index, run.state.attempt
             experiment = experiment_name(i, run.config.stages[i].name, n)

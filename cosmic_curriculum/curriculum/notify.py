@@ -23,9 +23,10 @@ from typing import TYPE_CHECKING, Any
 
 from cosmic_curriculum.core import transitions as t
 from cosmic_curriculum.system import processes as runner
+from cosmic_curriculum.system.clock import utc_now
 from cosmic_curriculum.workspace import history
 from cosmic_curriculum.workspace.layout import REPORT_FILE
-from cosmic_curriculum.workspace.state import LogEntry, utc_now
+from cosmic_curriculum.workspace.state import LogEntry
 
 if TYPE_CHECKING:
     from cosmic_curriculum.curriculum.context import Run

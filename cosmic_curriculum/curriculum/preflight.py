@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from cosmic_curriculum.core import transitions as t
+from cosmic_curriculum.core.phases import next_step
+from cosmic_curriculum.core.rules import skipped_experiment
 from cosmic_curriculum.curriculum.context import Run
 from cosmic_curriculum.curriculum.persist import blocked_message, commit, persist
 from cosmic_curriculum.curriculum.resume import (
@@ -30,17 +32,14 @@ from cosmic_curriculum.launchers import Handle, TrainerRecord
 from cosmic_curriculum.reports import markdown as report_md
 from cosmic_curriculum.system import fsio
 from cosmic_curriculum.system import processes as runner
+from cosmic_curriculum.system.clock import utc_now
 from cosmic_curriculum.system.processes import start_problem
 from cosmic_curriculum.vcs import repo as vcs
 from cosmic_curriculum.workspace import history
 from cosmic_curriculum.workspace.layout import experiment_name
-from cosmic_curriculum.workspace.state import (
-    WorkspaceLock,
-    check_nothing_lost,
-    check_stage_range,
-    load_state,
-    utc_now,
-)
+from cosmic_curriculum.workspace.lock import WorkspaceLock
+from cosmic_curriculum.workspace.lost_files import check_nothing_lost
+from cosmic_curriculum.workspace.state_file import check_stage_range, load_state
 
 
 def start(run: Run) -> None:
@@ -61,7 +60,7 @@ def start(run: Run) -> None:
     check_stage_range(run.state, len(run.config.stages), run.paths.state)
     history.load(run.paths.history)  # refuse a corrupt history before training
     _check_config_change(run)
-    if t.next_step(run.state) == "commit":
+    if next_step(run.state) == "commit":
         # A run killed between deciding and committing: finish that first (review of a
         # block, curves, commit). The overrides and the blocked check below would
         # otherwise skip it, leaving the review unwritten and the decision uncommitted.
@@ -282,7 +281,7 @@ def _apply_overrides(run: Run) -> None:
         )
         report_md.refresh(run)  # committed by the catch-up commit
         return
-    exp = t.skipped_experiment(state, run.config)
+    exp = skipped_experiment(state, run.config)
     run.record(t.SkipStage(reason, utc_now(), by))
     run.reporter.attempt_decided(run.state.log[-1])
     report_md.refresh(run)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cosmic_curriculum.core.transitions import attempt_experiment
+from cosmic_curriculum.core.rules import attempt_experiment
 from cosmic_curriculum.curriculum.context import Run
 from cosmic_curriculum.errors import BotError, ConfigError, StateError
 from cosmic_curriculum.launchers import Handle

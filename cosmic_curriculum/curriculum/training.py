@@ -24,8 +24,9 @@ from cosmic_curriculum.curriculum.launch import (
 from cosmic_curriculum.errors import TrainerError
 from cosmic_curriculum.launchers import Handle, LaunchError, watch
 from cosmic_curriculum.system import fsio
+from cosmic_curriculum.system.clock import utc_now
 from cosmic_curriculum.system.processes import start_problem
-from cosmic_curriculum.workspace.state import Attempt, utc_now
+from cosmic_curriculum.workspace.state import Attempt
 
 
 def train(run: Run) -> None:

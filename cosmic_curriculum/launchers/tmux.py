@@ -14,7 +14,7 @@ from pathlib import Path
 
 from cosmic_curriculum.errors import ConfigError, CurriculumError
 from cosmic_curriculum.workspace.layout import Layout
-from cosmic_curriculum.workspace.state import WorkspaceLock
+from cosmic_curriculum.workspace.lock import WorkspaceLock
 
 # Environment variables carried into the tmux session (the tmux server may be older than
 # this shell and would otherwise start the run with its own, stale environment).

@@ -21,9 +21,11 @@ from typing import TYPE_CHECKING, Any
 from cosmic_curriculum.reports.summary import Summary, summarise
 from cosmic_curriculum.system import fsio
 from cosmic_curriculum.workspace import history
-from cosmic_curriculum.workspace.config import CurriculumConfig, load_config
+from cosmic_curriculum.workspace.config import CurriculumConfig
+from cosmic_curriculum.workspace.config_file import load_config
 from cosmic_curriculum.workspace.layout import Layout
-from cosmic_curriculum.workspace.state import CurriculumState, load_state
+from cosmic_curriculum.workspace.state import CurriculumState
+from cosmic_curriculum.workspace.state_file import load_state
 
 if TYPE_CHECKING:
     from cosmic_curriculum.curriculum.context import Run

@@ -54,8 +54,9 @@ def status_data(workspace: Path, config_path: Path | None = None) -> dict[str, A
 def stored_facts(ws: Path, cfg_path: Path) -> dict[str, Any]:
     """What `status` derives from stages.toml, the state, the history and the decided
     attempts' logs (validated with the pydantic models), as JSON would give it back."""
-    from cosmic_curriculum.workspace.config import load_config
-    from cosmic_curriculum.workspace.state import check_nothing_lost, check_stage_range, load_state
+    from cosmic_curriculum.workspace.config_file import load_config
+    from cosmic_curriculum.workspace.lost_files import check_nothing_lost
+    from cosmic_curriculum.workspace.state_file import check_stage_range, load_state
 
     check_nothing_lost(ws)
     state = load_state(ws / STATE_FILE)

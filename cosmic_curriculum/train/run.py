@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import signal
-import subprocess
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -216,18 +215,14 @@ def _adapt_to_this_game(
 
 def git_commit(workspace: Path) -> str | None:
     """HEAD of the workspace's git repository, or None (not a repo, no commits, no git)."""
+    from cosmic_curriculum.vcs.gitcmd import GitRunError, run_git
+
     try:
-        out = subprocess.run(
-            ["git", "-C", str(workspace), "rev-parse", "--verify", "-q", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
+        out = run_git(["rev-parse", "--verify", "-q", "HEAD"], workspace, check=False)
+    except GitRunError:
         return None
     commit = out.stdout.strip()
-    return commit if out.returncode == 0 and commit else None
+    return commit if out.ok and commit else None
 
 
 def export_bot(

@@ -43,7 +43,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -54,18 +53,13 @@ from pydantic import (
     Discriminator,
     Field,
     Tag,
-    ValidationError,
     ValidationInfo,
     field_validator,
 )
 
-from cosmic_curriculum import DATA_DIR
 from cosmic_curriculum.defaults import BOT_TIMEOUT_SECONDS
-from cosmic_curriculum.errors import ConfigError
-from cosmic_curriculum.workspace.config_errors import describe
 
 STAGE_NAME_RE = re.compile(r"^[a-z0-9_-]+$")
-BOM = "\ufeff"
 
 
 def _no_nul(value: str) -> str:
@@ -78,7 +72,6 @@ def _no_nul(value: str) -> str:
 
 # A string that becomes a command-line argument or a path.
 Arg = Annotated[str, AfterValidator(_no_nul)]
-PRESETS = ("default", "quick")
 
 # What a notifier can be told; `notify_on` picks among them (default: all but the
 # per-attempt passed/failed, which a multi-day run would repeat many times).
@@ -372,38 +365,3 @@ def _reference_definition(reference: str | ExecReference | None) -> Any:
 def _digest(obj: Any) -> str:
     blob = json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()
     return hashlib.sha256(blob).hexdigest()[:16]
-
-
-def preset_path(name: str) -> Path:
-    """The packaged `stages.toml` of a preset (``default`` or ``quick``)."""
-    if name not in PRESETS:
-        raise ConfigError(f"--preset {name!r} is unknown; choose one of: {', '.join(PRESETS)}")
-    return DATA_DIR / "presets" / f"{name}.toml"
-
-
-def load_config(path: Path) -> CurriculumConfig:
-    """Read and validate ``path``; any problem is a one-line :class:`ConfigError`."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(
-            f"{path}: curriculum file not found; pass --config PATH or create one with "
-            "`cosmic-curriculum init DIR`"
-        ) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read the curriculum file: {exc}") from None
-    # Some editors start UTF-8 files with a byte-order mark, which TOML does not allow;
-    # it carries no meaning, so it is dropped rather than reported as "Invalid statement".
-    text = text.removeprefix(BOM)
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
-    try:
-        config = CurriculumConfig(**data)
-    except ValidationError as exc:
-        raise ConfigError(describe(path, text, exc)) from None
-    except TypeError as exc:  # e.g. a table where a value was expected at the top level
-        raise ConfigError(f"{path}: {exc}") from None
-    return config.model_copy(update={"path": path})

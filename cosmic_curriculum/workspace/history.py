@@ -13,13 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from cosmic_curriculum.errors import EvaluationError, StateError
+from cosmic_curriculum.system.clock import utc_now
 from cosmic_curriculum.system.fsio import atomic_write_json, read_json
 
 _REQUIRED = ("wins_a", "wins_b", "draws", "episodes")
-
-
-def utc_now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def new_record_id() -> str:

@@ -15,14 +15,15 @@ from pathlib import Path
 from cosmic_curriculum import DATA_DIR
 from cosmic_curriculum.errors import ConfigError, CurriculumError
 from cosmic_curriculum.system.fsio import atomic_write_json, atomic_write_text
-from cosmic_curriculum.workspace.config import preset_path
+from cosmic_curriculum.workspace.config_file import preset_path
 from cosmic_curriculum.workspace.layout import (
     HISTORY_FILE,
     LOCK_FILE,
     REPORT_HTML,
     STATE_FILE,
 )
-from cosmic_curriculum.workspace.state import CurriculumState, save_state
+from cosmic_curriculum.workspace.state import CurriculumState
+from cosmic_curriculum.workspace.state_file import save_state
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 GITIGNORE = f"""# cosmic-curriculum workspace

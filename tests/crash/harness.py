@@ -36,7 +36,7 @@ from fakes.workspace import cli_env, completed_trainings, make_workspace, run_ar
 from gitutil import git
 
 from cosmic_curriculum.system.fsio import FAULT_LOG_ENV, PAUSE_ENV
-from cosmic_curriculum.workspace.state import WorkspaceLock
+from cosmic_curriculum.workspace.lock import WorkspaceLock
 
 STAGES = ["score", "defend", "no_draws"]
 # max_retries 1: two failures block. The scripted outcomes give every decision kind:

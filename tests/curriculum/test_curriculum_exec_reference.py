@@ -15,7 +15,8 @@ from fakes.workspace import run_in_process as run
 
 from cosmic_curriculum.errors import ConfigError
 from cosmic_curriculum.system import processes as runner
-from cosmic_curriculum.workspace.config import ExecReference, load_config
+from cosmic_curriculum.workspace.config import ExecReference
+from cosmic_curriculum.workspace.config_file import load_config
 
 REPO = Path(__file__).resolve().parents[2]
 FAKE_BOT = REPO / "tests" / "fakes" / "fake_bot.py"

@@ -33,7 +33,7 @@ from cosmic_curriculum.errors import (
 from cosmic_curriculum.evaluation.gate import margin_fails
 from cosmic_curriculum.system import processes as runner
 from cosmic_curriculum.workspace.layout import experiment_name, latest_step_checkpoint
-from cosmic_curriculum.workspace.state import WorkspaceLock
+from cosmic_curriculum.workspace.lock import WorkspaceLock
 
 
 class Recorder(Reporter):

@@ -8,8 +8,11 @@ from typing import Any
 import pytest
 from fakes.workspace import stages_toml
 
+from cosmic_curriculum.core import phases
 from cosmic_curriculum.core import transitions as t
-from cosmic_curriculum.workspace.config import CurriculumConfig, load_config
+from cosmic_curriculum.core.rules import attempt_experiment
+from cosmic_curriculum.workspace.config import CurriculumConfig
+from cosmic_curriculum.workspace.config_file import load_config
 from cosmic_curriculum.workspace.state import Attempt, Candidate, CurriculumState
 
 NOW = "2026-11-30T12:00:00+00:00"
@@ -44,7 +47,7 @@ EVENTS: dict[str, t.Event] = {
     "NotificationSent": t.NotificationSent("n-1"),
 }
 
-# Written out by hand (not derived from t.EDGES): the phase each event leaves, per phase;
+# Written out by hand (not derived from phases.EDGES): the phase each event leaves, per phase;
 # "x" = refused. Overrides are refused here because the status is in_progress (below).
 _ = "x"
 TABLE: dict[str, tuple[str, ...]] = {
@@ -123,7 +126,7 @@ def with_candidates(state: CurriculumState, phases: tuple[str, ...]) -> Curricul
 
 
 def test_the_table_covers_every_event_and_phase() -> None:
-    assert set(TABLE) == set(EVENTS) == {e.__name__ for e in t.EDGES}
+    assert set(TABLE) == set(EVENTS) == {e.__name__ for e in phases.EDGES}
     assert all(len(row) == len(PHASES) for row in TABLE.values())
 
 
@@ -136,10 +139,10 @@ def test_every_phase_and_event(config: CurriculumConfig, event: str, index: int)
     before = state.model_dump()
     expected = TABLE[event][index]
     if expected == "x":
-        with pytest.raises(t.InvalidTransition):
+        with pytest.raises(phases.InvalidTransition):
             t.apply(state, config, EVENTS[event])
     else:
-        assert t.phase_of(t.apply(state, config, EVENTS[event])) == expected
+        assert phases.phase_of(t.apply(state, config, EVENTS[event])) == expected
     assert state.model_dump() == before  # pure: the input is never changed
 
 
@@ -168,7 +171,7 @@ def test_next_step(status: str, phase: str, stage: int, attempt: int, step: str)
         stage_index=stage,
         attempt=attempt,
     )
-    assert t.next_step(state) == step
+    assert phases.next_step(state) == step
 
 
 def decide(config: CurriculumConfig, state: CurriculumState, counts: dict[str, int]) -> Any:
@@ -217,7 +220,7 @@ def test_force_retry_then_its_decision_is_marked(config: CurriculumConfig) -> No
         t.NO_REASON,
         "ann",
     )
-    assert t.next_step(retry) == "begin"
+    assert phases.next_step(retry) == "begin"
     begun = t.apply(retry, config, EVENTS["BeginAttempt"])
     assert begun.in_flight is not None and begun.in_flight.experiment == "curric-s1-score-retry2"
     begun = t.apply(begun, config, t.Trained())
@@ -286,7 +289,7 @@ def test_the_outbox_keeps_unsent_notifications_once_each_and_empties_to_none(
 
 def test_architecture_doc_shows_the_diagram_of_the_table() -> None:
     doc = (Path(__file__).resolve().parents[2] / "docs" / "ARCHITECTURE.md").read_text()
-    assert t.mermaid_diagram() in doc, "regenerate the diagram: transitions.mermaid_diagram()"
+    assert phases.mermaid_diagram() in doc, "regenerate the diagram: phases.mermaid_diagram()"
 
 
 @pytest.fixture(scope="module")
@@ -315,7 +318,7 @@ def test_k_candidates_train_choose_the_best_and_the_fresh_record_decides(
         state = t.apply(state, k3_config, t.CandidateLaunched(k, None, NOW))
         state = t.apply(state, k3_config, t.CandidateStarted(k, 40 + k, 40 + k, 1))
     state = t.apply(state, k3_config, t.CandidateTrained(1))
-    with pytest.raises(t.InvalidTransition):  # candidates 2 and 3 still train
+    with pytest.raises(phases.InvalidTransition):  # candidates 2 and 3 still train
         t.apply(state, k3_config, t.Trained())
     state = t.apply(state, k3_config, t.CandidateFailed(2, "exited with status 3"))
     state = t.apply(state, k3_config, t.CandidateTrained(3))
@@ -327,14 +330,14 @@ def test_k_candidates_train_choose_the_best_and_the_fresh_record_decides(
     assert state.in_flight is not None and state.in_flight.error is None
     state = t.apply(state, k3_config, t.CandidateTrained(2))
     state = t.apply(state, k3_config, t.Trained())
-    assert t.next_step(state) == "evaluate"
+    assert phases.next_step(state) == "evaluate"
     records = {1: (40, 50, 10), 2: (60, 30, 10), 3: (60, 30, 10)}  # 2 and 3 tie: 2 wins
     for k, (wa, wb, d) in records.items():
-        with pytest.raises(t.InvalidTransition):
+        with pytest.raises(phases.InvalidTransition):
             t.apply(state, k3_config, t.CandidateChosen())
         record = {"wins_a": wa, "wins_b": wb, "draws": d, "episodes": 100, "id": f"ev-c{k}"}
         state = t.apply(state, k3_config, t.CandidateEvaluated(k, record))
-    with pytest.raises(t.InvalidTransition):  # the fresh record needs a choice first
+    with pytest.raises(phases.InvalidTransition):  # the fresh record needs a choice first
         t.apply(state, k3_config, t.Evaluated("ev-fresh"))
     state = t.apply(state, k3_config, t.CandidateChosen())
     assert state.in_flight is not None
@@ -354,18 +357,18 @@ def test_k_candidates_train_choose_the_best_and_the_fresh_record_decides(
         (3, "ev-c3", None),
     ]
     # the retry and --skip-to-next-stage stand for the chosen candidate
-    assert t.attempt_experiment(decided, k3_config, 0, 0) == "curric-s1-score-c2"
+    assert attempt_experiment(decided, k3_config, 0, 0) == "curric-s1-score-c2"
 
 
 def test_candidate_events_need_candidates_in_the_right_phase(k3_config: CurriculumConfig) -> None:
     plain = state_in("training")
-    with pytest.raises(t.InvalidTransition):
+    with pytest.raises(phases.InvalidTransition):
         t.apply(plain, k3_config, t.CandidateLaunched(1, None, NOW))
     state = t.apply(CurriculumState(), k3_config, EVENTS["BeginAttempt"])
-    with pytest.raises(t.InvalidTransition):  # not launched or trained yet: no record
+    with pytest.raises(phases.InvalidTransition):  # not launched or trained yet: no record
         t.apply(state, k3_config, t.CandidateStarted(4, 1, 1, 1))
     state = t.apply(state, k3_config, t.CandidateTrained(1))
-    with pytest.raises(t.InvalidTransition):  # trained is final: never trained twice
+    with pytest.raises(phases.InvalidTransition):  # trained is final: never trained twice
         t.apply(state, k3_config, t.CandidateLaunched(1, None, NOW))
     interrupted = t.apply(
         t.apply(state, k3_config, t.CandidateStarted(2, 9, 9, 9)), k3_config, t.Interrupted()

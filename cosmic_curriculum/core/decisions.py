@@ -1,0 +1,43 @@
+"""What an evaluation record means to the curriculum: the gate's verdict on it and its
+score. Pure: records in, verdicts out."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cosmic_curriculum.workspace.config import GateSettings
+from cosmic_curriculum.workspace.state import COUNT_KEYS
+
+
+def gate_verdict(settings: GateSettings, record: dict[str, Any]) -> tuple[str, str]:
+    """(verdict, summary) of a finished evaluation record.
+
+    The built-in evaluator's record carries its own verdict (it may have stopped early
+    under SPRT); an evaluation command's record is judged here on its counts, with its
+    episodes as all there will be (the margin rule decides, the SPRT treats them as its cap).
+    """
+    own = record.get("gate")
+    if isinstance(own, dict) and own.get("verdict") in ("pass", "fail"):
+        return str(own["verdict"]), str(own.get("summary") or counts_summary(record))
+    # The gate's statistics are loaded only when a decision needs them: importing the core
+    # stays light (the shell's tools, the status and the reports import it).
+    from cosmic_curriculum.evaluation.gate import decide
+
+    wa, wb, d, n = (int(record[k]) for k in COUNT_KEYS)
+    decision = decide(settings, wa, wb, d, planned_episodes=n)
+    return str(decision.verdict), str(decision.summary)
+
+
+def counts_summary(record: dict[str, Any]) -> str:
+    n = max(1, int(record["episodes"]))
+    return (
+        f"candidate {record['wins_a']}/{record['episodes']} ({record['wins_a'] / n:.0%}) vs "
+        f"reference {record['wins_b']}/{record['episodes']} ({record['wins_b'] / n:.0%}), "
+        f"{record['draws']} draws"
+    )
+
+
+def record_score(record: dict[str, Any]) -> float:
+    """An evaluation's score: (candidate wins + draws / 2) / episodes (stats.score)."""
+    wins, draws, episodes = (int(record[k]) for k in ("wins_a", "draws", "episodes"))
+    return (wins + 0.5 * draws) / episodes if episodes else 0.0
