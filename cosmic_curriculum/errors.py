@@ -42,6 +42,19 @@ class EvaluationError(CurriculumError):
     """The evaluation failed or broke its contract."""
 
 
+class EvaluationFailedError(EvaluationError):
+    """An attempt's evaluation that wrote no record: the training is kept, and `run`
+    (``command``) evaluates again once ``fault`` is fixed. ``subject`` names what failed
+    (the experiment, or the file or setting at fault); ``tail`` quotes its log."""
+
+    def __init__(self, subject: str, fault: str, command: str, tail: str = "") -> None:
+        self.subject, self.fault, self.command, self.tail = subject, fault, command, tail
+        message = (
+            f"{subject}: {fault}; fix it and run `{command}` to evaluate again (training is kept)"
+        )
+        super().__init__(message + (f"; {tail}" if tail else ""))
+
+
 class GitError(CurriculumError):
     """The git repository is in a state we must not touch."""
 

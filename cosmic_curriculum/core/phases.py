@@ -76,6 +76,31 @@ EDGES: dict[type[Any], tuple[tuple[str, ...], Phase | None]] = {
 }
 
 
+# Events that move an attempt need a curriculum in progress: a blocked one waits for a
+# human (ForceRetry, SkipStage) and a done one for nothing. What may follow a decision
+# (its commit, notifications, a push) and what any run does (Resumed, Interrupted,
+# ConfigRecorded) happen in every status.
+IN_PROGRESS_ONLY: frozenset[type[Any]] = frozenset(
+    {
+        BeginAttempt,
+        TrainingLaunched,
+        TrainerStarted,
+        Trained,
+        TrainingFailed,
+        CandidateLaunched,
+        CandidateStarted,
+        CandidateTrained,
+        CandidateFailed,
+        CandidateEvaluated,
+        CandidateChosen,
+        EvaluationStarted,
+        EvaluationFailed,
+        Evaluated,
+        Decide,
+    }
+)
+
+
 def flight_of(state: CurriculumState) -> Attempt:
     """The attempt in flight of an attempt event (EDGES let only those through)."""
     assert state.in_flight is not None

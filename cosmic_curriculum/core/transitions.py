@@ -60,8 +60,14 @@ from cosmic_curriculum.core.events import (
     TrainingFailed,
     TrainingLaunched,
 )
-from cosmic_curriculum.core.phases import EDGES, InvalidTransition, flight_of, phase_of
-from cosmic_curriculum.core.rules import skipped_experiment
+from cosmic_curriculum.core.phases import (
+    EDGES,
+    IN_PROGRESS_ONLY,
+    InvalidTransition,
+    flight_of,
+    phase_of,
+)
+from cosmic_curriculum.core.rules import may_override, skipped_experiment
 from cosmic_curriculum.workspace.config import CurriculumConfig
 from cosmic_curriculum.workspace.layout import candidate_name, experiment_name
 from cosmic_curriculum.workspace.state import (
@@ -81,6 +87,8 @@ def apply(state: CurriculumState, config: CurriculumConfig, event: Event) -> Cur
     allowed, target = EDGES[type(event)]
     if phase_of(state) not in allowed:
         raise InvalidTransition(f"{type(event).__name__} in phase {phase_of(state)!r}")
+    if type(event) in IN_PROGRESS_ONLY and state.status != "in_progress":
+        raise InvalidTransition(f"{type(event).__name__} on status {state.status!r}")
     new = state.model_copy(deep=True)
     _RULES[type(event)](new, config, event)
     if target is not None and new.in_flight is not None:
@@ -242,7 +250,7 @@ def _committed(state: CurriculumState, config: CurriculumConfig, e: Committed) -
 
 
 def _require_blocked(state: CurriculumState, flag: str) -> None:
-    if state.status != "blocked":
+    if not may_override(state.status):
         raise InvalidTransition(f"{flag} on status {state.status!r}")
 
 

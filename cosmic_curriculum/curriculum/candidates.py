@@ -18,17 +18,15 @@ fresh evaluation is not. Both records stay in the history.
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import Any
 
 from cosmic_curriculum.core import transitions as t
 from cosmic_curriculum.core.decisions import record_score
-from cosmic_curriculum.core.rules import CANDIDATE_KEY, SELECTION_KEY
+from cosmic_curriculum.core.rules import CANDIDATE_KEY, SELECTION_KEY, evaluation_seed, fresh_seed
 from cosmic_curriculum.curriculum.context import Run
 from cosmic_curriculum.curriculum.launch import (
-    artefacts_fresh,
-    check_experiment_artefacts,
+    adopt_orphans_result,
     indent,
     logged_spec,
     outcome_problem,
@@ -58,7 +56,10 @@ def train_candidates(run: Run) -> None:
     for c in run.flight.candidates or []:
         if c.phase in ("trained", "evaluated") or c.k in attached:
             continue
-        if c.phase == "training" and _adopt_orphans_result(run, c):
+        if c.phase == "training" and adopt_orphans_result(
+            run, c.experiment, c.started_at, launched=bool(c.launched)
+        ):
+            run.record(t.CandidateTrained(c.k), pause="trained")
             continue
         queue.append(c.k)
     k_max = len(run.flight.candidates or [])
@@ -133,21 +134,6 @@ def _failed(run: Run, k: int, problem: str, progress: dict[str, Any] | None = No
     run.reporter.candidate_finished(run.flight, run.candidate(k))
 
 
-def _adopt_orphans_result(run: Run, c: Candidate) -> bool:
-    """An orphaned training of an earlier run may have finished this candidate already."""
-    if not (c.launched and c.started_at and artefacts_fresh(run, c.experiment, c.started_at)):
-        return False
-    try:
-        check_experiment_artefacts(run, c.experiment)
-    except TrainerError:
-        return False
-    run.reporter.info(
-        f"{c.experiment}: training finished while no run was watching; using its result"
-    )
-    run.record(t.CandidateTrained(c.k), pause="trained")
-    return True
-
-
 def _candidates_error(run: Run, failed: list[Candidate]) -> None:
     """The attempt's error names every failed candidate; their logs are committed; the
     run stops with a one-line error (the next `run` trains only those again)."""
@@ -175,22 +161,6 @@ def _candidates_error(run: Run, failed: list[Candidate]) -> None:
 
 
 # --------------------------------------------------------------------------- evaluation
-
-
-def evaluation_seed(experiment: str) -> int:
-    """The built-in evaluator's seed for ``experiment`` (as for an attempt without
-    candidates: from its name)."""
-    return int(hashlib.sha256(experiment.encode()).hexdigest()[:8], 16)
-
-
-def fresh_seed(run: Run) -> int:
-    """A seed none of the candidates' evaluations used: the fresh evaluation plays other
-    kickoffs than the one that chose it."""
-    used = {evaluation_seed(c.experiment) for c in run.flight.candidates or []}
-    seed = evaluation_seed(f"{run.flight.experiment}:fresh")
-    while seed in used:
-        seed += 1
-    return seed
 
 
 def evaluate_candidates(run: Run) -> None:
@@ -230,7 +200,7 @@ def evaluate_candidates(run: Run) -> None:
         run,
         chosen.experiment,
         since=chosen.started_at or flight.started_at,
-        seed=fresh_seed(run),
+        seed=fresh_seed(run.flight),
         tags={SELECTION_KEY: "fresh", CANDIDATE_KEY: chosen.k},
         k=None,
         history_before=flight.history_before,

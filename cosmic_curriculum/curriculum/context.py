@@ -24,8 +24,6 @@ from cosmic_curriculum.workspace.lock import WorkspaceLock
 from cosmic_curriculum.workspace.state import Attempt, Candidate, CurriculumState
 from cosmic_curriculum.workspace.state_file import save_state
 
-REASON_HINT = '--reason "..."'
-
 
 @dataclass
 class RunOptions:

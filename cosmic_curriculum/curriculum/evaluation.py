@@ -7,12 +7,16 @@ this attempt already wrote (before a crash) is adopted instead of evaluating aga
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cosmic_curriculum.core import transitions as t
-from cosmic_curriculum.core.rules import SELECTION_KEY, own_candidate_record, parse_time
+from cosmic_curriculum.core.rules import (
+    SELECTION_KEY,
+    adopts_appended_record,
+    evaluation_seed,
+    own_record,
+)
 from cosmic_curriculum.curriculum.context import Run
 from cosmic_curriculum.curriculum.launch import indent, logged_spec
 from cosmic_curriculum.curriculum.resume import (
@@ -20,7 +24,7 @@ from cosmic_curriculum.curriculum.resume import (
     reference_label,
     stopped_by_interrupt,
 )
-from cosmic_curriculum.errors import BotError, EvaluationError
+from cosmic_curriculum.errors import BotError, EvaluationFailedError
 from cosmic_curriculum.evaluation.gate import GateSettings
 from cosmic_curriculum.launchers import Handle, LaunchError, TrainerRecord, watch
 from cosmic_curriculum.launchers.local import LocalLauncher
@@ -40,39 +44,30 @@ def evaluate(run: Run) -> None:
     if flight.eval_id is not None and history.find(run.paths.history, flight.eval_id):
         run.record(t.Evaluated(flight.eval_id), pause="evaluated")
         return
-    record = _own_record(run, flight)
+    record = _own_record(run, flight.experiment, flight.started_at, flight.history_before)
     if record is None:
-        try:
-            record = _run_evaluation(run, flight)
-        except BotError as exc:  # e.g. an exec: reference that stopped answering
-            run.record(t.EvaluationFailed(str(exc)))
-            raise EvaluationError(
-                f"{flight.experiment}: evaluation failed, no record was written: {exc}; "
-                f"fix it and run `{run.command()}` to evaluate again (training is kept)"
-            ) from None
-        except OSError as exc:
-            raise EvaluationError(
-                f"{run.paths.history}: evaluation of {flight.experiment} could not be "
-                f"stored ({exc.strerror or exc}); the history is intact; fix it and re-run "
-                f"`{run.command()}` (training is kept)"
-            ) from None
+        record = _run_evaluation(run, flight)
     run.record(t.Evaluated(str(record["id"])), pause="evaluated")
 
 
-def _own_record(run: Run, flight: Attempt) -> dict[str, Any] | None:
-    """A record this attempt's evaluation appended before a crash (never evaluate twice)."""
+def _own_record(
+    run: Run,
+    experiment: str,
+    since: str,
+    history_before: int | None,
+    tags: dict[str, Any] | None = None,
+) -> dict[str, Any] | None:
+    """The record an evaluation of ``experiment`` appended before a crash (never evaluate
+    twice): tagged by the built-in evaluator, or appended by an evaluation command."""
     records = history.load(run.paths.history)
-    trained_at = parse_time(flight.started_at)
-    for record in reversed(records):
-        if record.get("curriculum_experiment") != flight.experiment or "id" not in record:
-            continue
-        # Only a record of this training counts (not one of a curriculum started over).
-        if parse_time(str(record.get("created_at", ""))) >= trained_at - 1:
-            return record
-    before = flight.history_before
-    if run.config.evaluation_command and before is not None and len(records) > before:
-        return _adopt(run, flight.experiment, before)
-    return None
+    selection = None if tags is None else str(tags[SELECTION_KEY])
+    own = own_record(records, experiment, since, selection)
+    if own is None and adopts_appended_record(
+        bool(run.config.evaluation_command), history_before, len(records)
+    ):
+        assert history_before is not None
+        own = _adopt(run, experiment, history_before, tags)
+    return own
 
 
 def _adopt(
@@ -139,28 +134,10 @@ def evaluate_bot(
     there is one, else a new one played with ``seed`` (an evaluation command gets
     ``--seed``), tagged with ``tags``. ``k``: the candidate whose evaluation it is (None:
     the attempt's own, fresh one)."""
-    records = history.load(run.paths.history)
-    own = own_candidate_record(records, experiment, str(tags[SELECTION_KEY]), since)
+    own = _own_record(run, experiment, since, history_before, tags)
     if own is not None:
         return own
-    before = history_before
-    if run.config.evaluation_command and before is not None and len(records) > before:
-        return _adopt(run, experiment, before, tags)
-    flight = run.flight
-    try:
-        return _run_evaluation(run, flight, experiment, seed, tags, k)
-    except BotError as exc:
-        run.record(t.EvaluationFailed(str(exc), k))
-        raise EvaluationError(
-            f"{experiment}: evaluation failed, no record was written: {exc}; "
-            f"fix it and run `{run.command()}` to evaluate again (training is kept)"
-        ) from None
-    except OSError as exc:
-        raise EvaluationError(
-            f"{run.paths.history}: evaluation of {experiment} could not be "
-            f"stored ({exc.strerror or exc}); the history is intact; fix it and re-run "
-            f"`{run.command()}` (training is kept)"
-        ) from None
+    return _run_evaluation(run, run.flight, experiment, seed, tags, k)
 
 
 def _run_evaluation(
@@ -172,7 +149,31 @@ def _run_evaluation(
     k: int | None = None,
 ) -> dict[str, Any]:
     """Evaluate ``flight``'s bot, or with candidates ``experiment``'s with ``seed`` (also
-    given to an evaluation command) and ``tags`` on its record."""
+    given to an evaluation command) and ``tags`` on its record; a fault that leaves no
+    record is the attempt's error (:class:`EvaluationFailedError`)."""
+    name = experiment or flight.experiment
+    try:
+        return _play(run, flight, experiment, seed, tags, k)
+    except BotError as exc:  # e.g. an exec: reference that stopped answering
+        run.record(t.EvaluationFailed(str(exc), k))
+        fault = f"evaluation failed, no record was written: {exc}"
+        raise EvaluationFailedError(name, fault, run.command()) from None
+    except OSError as exc:
+        fault = (
+            f"evaluation of {name} could not be stored ({exc.strerror or exc}); the "
+            "history is intact"
+        )
+        raise EvaluationFailedError(str(run.paths.history), fault, run.command()) from None
+
+
+def _play(
+    run: Run,
+    flight: Attempt,
+    experiment: str | None,
+    seed: int | None,
+    tags: dict[str, Any] | None,
+    k: int | None,
+) -> dict[str, Any]:
     settings = run.config.stage_gate(flight.stage_index)
     name = experiment or flight.experiment
     candidate = run.paths.bot(name)
@@ -187,7 +188,7 @@ def _run_evaluation(
     from cosmic_curriculum.evaluation.evaluate import run_evaluation
 
     if seed is None:
-        seed = int(hashlib.sha256(flight.experiment.encode()).hexdigest()[:8], 16)
+        seed = evaluation_seed(flight.experiment)
     return run_evaluation(
         candidate,
         reference,
@@ -250,10 +251,8 @@ def _external_evaluation(
             handle = launcher.start(spec)
         except LaunchError as exc:
             run.record(t.EvaluationFailed(f"evaluation job could not be submitted: {exc}", k))
-            raise EvaluationError(
-                f"{experiment}: the evaluation job could not be submitted ({exc}); fix it "
-                f"and run `{run.command()}` to evaluate again (training is kept)"
-            ) from None
+            fault = f"the evaluation job could not be submitted ({exc})"
+            raise EvaluationFailedError(experiment, fault, run.command()) from None
     log_path = run.paths.log(experiment)
     outcome = watch(
         launcher,
@@ -266,9 +265,7 @@ def _external_evaluation(
         run.record(
             t.EvaluationFailed(f"evaluation command exited with status {outcome.returncode}", k)
         )
-        raise EvaluationError(
-            f"{run.config_path}: evaluation_command failed for {experiment} "
-            f"(status {outcome.returncode}); fix it and run `{run.command()}` to evaluate "
-            f"again (training is kept); last lines of {run.rel(log_path)}:\n{indent(tail)}"
-        )
+        fault = f"evaluation_command failed for {experiment} (status {outcome.returncode})"
+        tail_quote = f"last lines of {run.rel(log_path)}:\n{indent(tail)}"
+        raise EvaluationFailedError(str(run.config_path), fault, run.command(), tail_quote)
     return _adopt(run, experiment, before, tags)

@@ -90,6 +90,24 @@ def artefacts_fresh(run: Run, experiment: str, started_at: str) -> bool:
     return min(final.stat().st_mtime, bot.stat().st_mtime) >= started - 1
 
 
+def adopt_orphans_result(
+    run: Run, experiment: str, started_at: str | None, *, launched: bool
+) -> bool:
+    """Did an orphaned trainer of an earlier run finish ``experiment`` (launched before,
+    at ``started_at``) while no run watched? Then its result is used (the caller records
+    that it trained), never trained again."""
+    if not (launched and started_at and artefacts_fresh(run, experiment, started_at)):
+        return False
+    try:
+        check_experiment_artefacts(run, experiment)
+    except TrainerError:
+        return False
+    run.reporter.info(
+        f"{experiment}: training finished while no run was watching; using its result"
+    )
+    return True
+
+
 def check_experiment_artefacts(run: Run, experiment: str) -> None:
     final = run.paths.final_checkpoint(experiment)
     bot = run.paths.bot(experiment)

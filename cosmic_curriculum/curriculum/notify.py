@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cosmic_curriculum.core import transitions as t
+from cosmic_curriculum.core.next_action import describe, next_action
 from cosmic_curriculum.system import processes as runner
 from cosmic_curriculum.system.clock import utc_now
 from cosmic_curriculum.workspace import history
@@ -153,7 +154,7 @@ def notification(run: Run, event: str, detail: str | None = None) -> dict[str, A
     stage_name = config.stages[stage_index].name if stage_index < len(config.stages) else None
     now = utc_now()
     review = run.paths.review(stage_name) if event == "blocked" and stage_name else None
-    next_step = _next(run, event, review)
+    next_step = _next(run, event)
     return {
         "id": f"{event}:{experiment or 'run'}:{now}",
         "event": event,
@@ -208,19 +209,11 @@ def _message(
     }.get(event, event)
 
 
-def _next(run: Run, event: str, review: Path | None) -> str:
-    from cosmic_curriculum.curriculum.context import REASON_HINT
-
-    if event == "blocked":
-        return (
-            f"review {run.rel(review) if review else 'the review file'}, then "
-            f"`{run.command('--force-retry', REASON_HINT)}` or "
-            f"`{run.command('--skip-to-next-stage', REASON_HINT)}`"
-        )
-    if event == "done":
-        return "nothing: every stage passed"
-    if event == "attempt_error":
-        return f"fix the cause, then `{run.command()}` retries the attempt"
+def _next(run: Run, event: str) -> str:
+    if event in ("blocked", "done", "attempt_error"):  # the run stops: what the user does
+        # A decision's news is sent after its commit (which it is queued with).
+        action = next_action(run.state, [s.name for s in run.config.stages], in_commit=True)
+        return describe(action, run.command)
     if event == "interrupted":
         return f"`{run.command()}` resumes where it stopped"
     return "nothing: the run goes on"

@@ -14,8 +14,9 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from cosmic_curriculum.core import transitions as t
+from cosmic_curriculum.core.next_action import REASON_HINT, describe, next_action
 from cosmic_curriculum.curriculum import notify
-from cosmic_curriculum.curriculum.context import REASON_HINT, Run
+from cosmic_curriculum.curriculum.context import Run
 from cosmic_curriculum.errors import (
     BlockedError,
     CurriculumError,
@@ -158,12 +159,7 @@ def plot_curves(run: Run) -> None:
 
 
 def blocked_message(run: Run) -> str:
-    i = run.state.stage_index
-    stage = run.config.stages[i] if i < len(run.config.stages) else None
-    review = run.rel(run.paths.review(stage.name)) if stage else ""
-    return (
-        f"curriculum blocked: {run.state.blocked_reason or 'stage failed too often'}; "
-        f"review {review}, then continue with "
-        f"`{run.command('--force-retry', REASON_HINT)}` or "
-        f"`{run.command('--skip-to-next-stage', REASON_HINT)}`"
-    )
+    # Said once the blocking decision is committed (or on a later run).
+    action = next_action(run.state, [s.name for s in run.config.stages], in_commit=True)
+    reason = run.state.blocked_reason or "stage failed too often"
+    return f"curriculum blocked: {reason}; {describe(action, run.command)}"

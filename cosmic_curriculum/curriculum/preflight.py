@@ -16,7 +16,7 @@ from typing import Any
 
 from cosmic_curriculum.core import transitions as t
 from cosmic_curriculum.core.phases import next_step
-from cosmic_curriculum.core.rules import skipped_experiment
+from cosmic_curriculum.core.rules import override_ruling, skipped_experiment
 from cosmic_curriculum.curriculum.context import Run
 from cosmic_curriculum.curriculum.persist import blocked_message, commit, persist
 from cosmic_curriculum.curriculum.resume import (
@@ -240,25 +240,19 @@ def check_before_detach(run: Run) -> None:
 def _override_flag(run: Run) -> str | None:
     """The override asked for, if it applies; a one-line error if it does not."""
     opts, state = run.opts, run.state
-    if opts.force_retry and opts.skip_to_next_stage:
-        raise ConfigError("--force-retry and --skip-to-next-stage exclude each other; choose one")
-    flag = (
-        "--force-retry"
-        if opts.force_retry
-        else "--skip-to-next-stage"
-        if opts.skip_to_next_stage
-        else None
+    ruling, flag = override_ruling(
+        state.status, opts.force_retry, opts.skip_to_next_stage, opts.reason is not None
     )
-    if flag is None:
-        if opts.reason is not None:
-            raise ConfigError(
-                "--reason is recorded with an override; use it with --force-retry or "
-                "--skip-to-next-stage on a blocked curriculum"
-            )
-        if state.status == "blocked":
-            raise BlockedError(blocked_message(run))
-        return None
-    if state.status != "blocked":
+    if ruling == "both":
+        raise ConfigError("--force-retry and --skip-to-next-stage exclude each other; choose one")
+    if ruling == "reason_alone":
+        raise ConfigError(
+            "--reason is recorded with an override; use it with --force-retry or "
+            "--skip-to-next-stage on a blocked curriculum"
+        )
+    if ruling == "blocked":
+        raise BlockedError(blocked_message(run))
+    if ruling == "not_blocked":
         raise ConfigError(
             f"{flag} applies only to a blocked curriculum, but {run.rel(run.paths.state)} "
             f"says status '{state.status}' (stage {state.stage_index + 1}); "

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cosmic_curriculum.core.rules import attempt_experiment
+from cosmic_curriculum.core.rules import resume_choice
 from cosmic_curriculum.curriculum.context import Run
 from cosmic_curriculum.errors import BotError, ConfigError, StateError
 from cosmic_curriculum.launchers import Handle
@@ -125,19 +125,20 @@ def import_seed(run: Run) -> Path:
 
 
 def initial_resume(run: Run, stage_index: int, attempt: int) -> str | None:
-    """The resume rules: retry ← previous attempt; stage 1 ← seed; later ← previous pass."""
-    if attempt >= 1:
-        # The previous attempt's (with candidates: the one it chose).
-        previous = attempt_experiment(run.state, run.config, stage_index, attempt - 1)
-        prev = run.paths.final_checkpoint(previous)
-        if prev.is_file():
-            return run.rel(prev)
-    if stage_index == 0:
-        if attempt == 0 and run.opts.seed_checkpoint is not None:
-            return run.rel(import_seed(run))
-        return None
-    prev_pass = run.paths.final_checkpoint(passing_experiment(run, stage_index - 1))
-    return run.rel(prev_pass) if prev_pass.is_file() else None
+    """The checkpoint a new attempt starts from (the rule: ``core.rules.resume_choice``)."""
+    source, experiment = resume_choice(
+        run.state,
+        run.config,
+        stage_index,
+        attempt,
+        has_final=lambda exp: run.paths.final_checkpoint(exp).is_file(),
+        seed_given=run.opts.seed_checkpoint is not None,
+    )
+    if source == "seed":
+        return run.rel(import_seed(run))
+    if source == "previous_pass" and experiment is None:
+        passing_experiment(run, stage_index - 1)  # raises: the log lost the stage's pass
+    return None if experiment is None else run.rel(run.paths.final_checkpoint(experiment))
 
 
 def set_aside_stale(run: Run, experiment: str) -> None:

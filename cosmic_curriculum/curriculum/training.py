@@ -14,14 +14,12 @@ from pathlib import Path
 from cosmic_curriculum.core import transitions as t
 from cosmic_curriculum.curriculum.context import Run
 from cosmic_curriculum.curriculum.launch import (
-    artefacts_fresh,
+    adopt_orphans_result,
     attempt_error,
-    check_experiment_artefacts,
     logged_spec,
     outcome_problem,
     training_argv,
 )
-from cosmic_curriculum.errors import TrainerError
 from cosmic_curriculum.launchers import Handle, LaunchError, watch
 from cosmic_curriculum.system import fsio
 from cosmic_curriculum.system.clock import utc_now
@@ -37,7 +35,13 @@ def train(run: Run) -> None:
     handle, run.attached = run.attached, None
     if handle is not None:
         run.reporter.info(f"{flight.experiment}: following its training, started by an earlier run")
-    elif _adopt_orphans_result(run, flight):
+    elif adopt_orphans_result(
+        run,
+        flight.experiment,
+        flight.started_at,
+        launched=flight.error is None and (flight.interrupted or bool(flight.launched)),
+    ):
+        run.record(t.Trained(), pause="trained")
         return
     else:
         handle = _launch(run, flight)
@@ -91,27 +95,3 @@ def _launch(run: Run, flight: Attempt) -> Handle:
         run.launcher.stop(handle, run.opts.grace_seconds)
         raise
     return handle
-
-
-def _adopt_orphans_result(run: Run, flight: Attempt) -> bool:
-    """An orphaned trainer of an earlier run may have finished this attempt already."""
-    launched_before = flight.error is None and (flight.interrupted or bool(flight.launched))
-    if not (launched_before and _artefacts_fresh(run, flight)):
-        return False
-    try:
-        check_artefacts(run, flight)
-    except TrainerError:
-        return False
-    run.reporter.info(
-        f"{flight.experiment}: training finished while no run was watching; using its result"
-    )
-    run.record(t.Trained(), pause="trained")
-    return True
-
-
-def _artefacts_fresh(run: Run, flight: Attempt) -> bool:
-    return artefacts_fresh(run, flight.experiment, flight.started_at)
-
-
-def check_artefacts(run: Run, flight: Attempt) -> None:
-    check_experiment_artefacts(run, flight.experiment)

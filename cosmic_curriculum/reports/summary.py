@@ -16,6 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from cosmic_curriculum.core.next_action import REASON_HINT, next_action
 from cosmic_curriculum.evaluation import stats
 from cosmic_curriculum.progress import parse_progress_line
 from cosmic_curriculum.workspace.config import CurriculumConfig
@@ -24,7 +25,6 @@ from cosmic_curriculum.workspace.state import CurriculumState, LogEntry
 from cosmic_curriculum.workspace.trainer_log import launched_at
 
 RUN = "cosmic-curriculum run"  # REPORT.md lives at the workspace root: commands run there
-REASON = '--reason "..."'
 
 
 @dataclass
@@ -195,30 +195,33 @@ def ladder(
 
 
 def _next(out: Summary, layout: Layout, state: CurriculumState, config: CurriculumConfig) -> None:
-    names = [s.name for s in config.stages]
-    if state.status == "done":
+    action = next_action(state, [s.name for s in config.stages], in_commit=True)
+    if action.kind == "done":
         out.now = "Every stage passed: the curriculum is done."
         return
     i = state.stage_index
-    name = names[i] if i < len(names) else f"#{i + 1}"
-    if state.status == "blocked":
+    name = action.stage_name or f"#{i + 1}"
+    if action.kind == "review":
         review = layout.rel(layout.review(name))
         out.now = (
             f"**Stage {i + 1} `{name}` is blocked** — {state.blocked_reason or ''}. "
             f"Read [the review]({review}), then decide: retry the stage once more, or "
             "accept its last attempt and move on."
         )
-        out.commands = [f"{RUN} --force-retry {REASON}", f"{RUN} --skip-to-next-stage {REASON}"]
+        out.commands = [
+            f"{RUN} --force-retry {REASON_HINT}",
+            f"{RUN} --skip-to-next-stage {REASON_HINT}",
+        ]
         return
-    flight = state.in_flight
-    if flight is not None and flight.phase != "committed" and flight.error:
+    if action.kind == "fix_error":
         out.now = (
-            f"**Attempt error** of `{flight.experiment}`: {flight.error}. Fix the cause "
-            f"(see [its log]({layout.rel(layout.log(flight.experiment))})); the next run "
-            "retries the attempt."
+            f"**Attempt error** of `{action.experiment}`: {action.detail}. Fix the cause "
+            f"(see [its log]({layout.rel(layout.log(action.experiment or ''))})); the next "
+            "run retries the attempt."
         )
         out.commands = [RUN]
         return
+    flight = state.in_flight
     exp = experiment_name(i, name, state.attempt)
     live = flight is not None and flight.experiment == exp and flight.phase != "decided"
     doing = f"is in phase {flight.phase}" if live and flight else "runs next"

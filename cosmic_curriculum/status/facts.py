@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from cosmic_curriculum.errors import ConfigError, CurriculumError
 from cosmic_curriculum.reports.review import attempt_row
 from cosmic_curriculum.workspace import history
-from cosmic_curriculum.workspace.layout import HISTORY_FILE, STATE_FILE, Layout, experiment_name
+from cosmic_curriculum.workspace.layout import HISTORY_FILE, STATE_FILE, Layout
 from cosmic_curriculum.workspace.trainer_log import latest_progress
 
 if TYPE_CHECKING:  # the models import pydantic: `status` loads them only on a cache miss
@@ -129,36 +129,12 @@ def stored_facts(ws: Path, cfg_path: Path) -> dict[str, Any]:
                 }
                 for c in flight.candidates
             ]
-    if config_error:
-        next_step = f"fix the config: {config_error}"
-    elif flight is not None and flight.phase == "decided":
-        # A run stopped between deciding and committing: not finished until committed.
-        next_step = (
-            f"`{RUN}{ws_flag}` to finish {flight.experiment}: its decision "
-            f"({flight.decision}) is saved but its review, curves and commit are pending"
-        )
-    elif state.status == "done":
-        next_step = "nothing: every stage passed"
-    elif state.status == "blocked":
-        stage_name = names[state.stage_index] if state.stage_index < len(names) else ""
-        next_step = (
-            f"review logs/review-{stage_name}.md"
-            f', then `{RUN} --force-retry --reason "..."{ws_flag}` or '
-            f'`{RUN} --skip-to-next-stage --reason "..."{ws_flag}`'
-        )
-    else:
-        verb = "resume" if flight is not None and flight.phase != "committed" else "start"
-        upcoming = (
-            experiment_name(state.stage_index, names[state.stage_index], state.attempt)
-            if state.stage_index < len(names)
-            else "?"
-        )
-        next_step = f"`{RUN}{ws_flag}` to {verb} {upcoming}"
-        if flight is not None and flight.error and flight.phase != "committed":
-            next_step = (
-                f"fix the cause of the error of {flight.experiment} ({flight.error}; see "
-                f"logs/{flight.experiment}.log), then `{RUN}{ws_flag}` retries it"
-            )
+    from cosmic_curriculum.core.next_action import describe, next_action
+
+    def command(*flags: str) -> str:
+        return " ".join([RUN, *flags]) + ws_flag
+
+    next_step = describe(next_action(state, names, config_error), command)
     data = {
         "workspace": str(ws),
         "status": state.status,

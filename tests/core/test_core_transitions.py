@@ -375,3 +375,61 @@ def test_candidate_events_need_candidates_in_the_right_phase(k3_config: Curricul
     )
     assert interrupted.in_flight is not None and interrupted.in_flight.interrupted
     assert all(c.pgid is None for c in interrupted.in_flight.candidates or [])
+
+
+# The status axis, written out by hand: the status each event leaves, starting in each
+# status, with the attempt in flight in the first phase the event may happen in; "x" =
+# refused. A blocked curriculum waits for a human, a done one for nothing: no attempt
+# moves in either; a decision's commit and news, and what any run does, happen in all.
+STATUSES = ("in_progress", "blocked", "done")
+STATUS_TABLE: dict[str, tuple[str, str, str]] = {
+    #                     in_progress    blocked         done
+    "BeginAttempt": ("in_progress", _, _),
+    "Resumed": ("in_progress", "blocked", "done"),
+    "TrainingLaunched": ("in_progress", _, _),
+    "TrainerStarted": ("in_progress", _, _),
+    "Trained": ("in_progress", _, _),
+    "TrainingFailed": ("in_progress", _, _),
+    "CandidateLaunched": ("in_progress", _, _),
+    "CandidateStarted": ("in_progress", _, _),
+    "CandidateTrained": ("in_progress", _, _),
+    "CandidateFailed": ("in_progress", _, _),
+    "CandidateEvaluated": ("in_progress", _, _),
+    "CandidateChosen": ("in_progress", _, _),
+    "EvaluationStarted": ("in_progress", _, _),
+    "EvaluationFailed": ("in_progress", _, _),
+    "Evaluated": ("in_progress", _, _),
+    "Decide": ("in_progress", _, _),  # a pass of stage 1 of 2
+    "Committed": ("in_progress", "blocked", "done"),
+    "Interrupted": ("in_progress", "blocked", "done"),
+    "ForceRetry": (_, "in_progress", _),
+    "SkipStage": (_, "in_progress", _),
+    "ConfigRecorded": ("in_progress", "blocked", "done"),
+    "PushTried": ("in_progress", "blocked", "done"),
+    "NotificationQueued": ("in_progress", "blocked", "done"),
+    "NotificationSent": ("in_progress", "blocked", "done"),
+}
+
+
+def test_the_status_table_covers_every_event() -> None:
+    assert set(STATUS_TABLE) == set(TABLE)
+
+
+@pytest.mark.parametrize("event", list(STATUS_TABLE))
+@pytest.mark.parametrize("index", range(len(STATUSES)))
+def test_every_status_and_event(config: CurriculumConfig, event: str, index: int) -> None:
+    status = STATUSES[index]
+    phase = next((PHASES[i] for i, p in enumerate(TABLE[event]) if p != "x"), "committed")
+    stage = {"in_progress": 0, "blocked": 0, "done": len(config.stages)}[status]
+    state = state_in(phase, status=status, stage_index=min(stage, 1), attempt=2)
+    state.stage_index = stage
+    if event in CANDIDATE_PHASES:
+        state = with_candidates(state, CANDIDATE_PHASES[event])
+    before = state.model_dump()
+    expected = STATUS_TABLE[event][index]
+    if expected == "x":
+        with pytest.raises(phases.InvalidTransition):
+            t.apply(state, config, EVENTS[event])
+    else:
+        assert t.apply(state, config, EVENTS[event]).status == expected
+    assert state.model_dump() == before
