@@ -488,7 +488,6 @@ def test_git_missing_from_path_the_cli_warns_and_runs_without_commits(
                 break
     env = cli_env(ws)
     env["PATH"] = str(bin_dir)
-    env.pop("GIT_PYTHON_REFRESH", None)
     head = git(ws, "rev-parse", "HEAD")
     result = run_cli(ws, env=env)
     assert result.returncode == 0, result.stderr
