@@ -287,8 +287,9 @@ BOT_NEEDLE = {
 
 
 def builtin_eval_ws(tmp_path: Path, **kw: Any) -> Path:
-    if not (REPO_BOTS / "rookie.json").is_file():
-        pytest.skip("the repository's rookie bot is not there")
+    assert (REPO_BOTS / "rookie.json").is_file(), (
+        f"{REPO_BOTS / 'rookie.json'}: missing; the rookie bot is committed in bots/"
+    )
     ws = make_workspace(tmp_path / "ws", stages=["score"], external_eval=False, **kw)
     (ws / "bots" / "rookie.json").write_bytes((REPO_BOTS / "rookie.json").read_bytes())
     git(ws, "commit", "-qam", "real rookie")
