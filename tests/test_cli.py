@@ -42,6 +42,7 @@ def test_train_options_take_name_default_and_help_from_train_settings() -> None:
         ["evaluate"],
         ["replay"],
         ["ladder"],
+        ["report"],
         ["gate", "simulate"],
     ],
 )

@@ -7,6 +7,7 @@ import io
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -121,6 +122,54 @@ def test_the_html_page_is_self_contained(ws: Path, tmp_path: Path) -> None:
             assert image.format == "PNG"
     assert "<code>curric-s1-score-retry1</code>" in page and "Every stage passed" in page
     assert not re.search(r'(src|href)="(?!data:)[^"#]*\.(png|css|js)"', page)
+
+
+def report(ws: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, "-m", "cosmic_curriculum", "report", "--workspace", str(ws), *args]
+    return subprocess.run(argv, env=cli_env(ws), capture_output=True, text=True, timeout=120)
+
+
+def files_in(ws: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(ws)): p.read_bytes() for p in sorted(ws.rglob("*")) if p.is_file()}
+
+
+def test_the_html_page_waits_for_the_workspace_lock(ws: Path) -> None:
+    """`report` writes into the workspace, so it holds its lock like `evaluate`: behind
+    another holder (a `run`) it gives up after --lock-wait with one line, writing nothing."""
+    code = (
+        "import sys; from cosmic_curriculum.workspace.state import WorkspaceLock; "
+        "WorkspaceLock(sys.argv[1]).acquire(); print('ready', flush=True); sys.stdin.read()"
+    )
+    holder = subprocess.Popen(
+        [sys.executable, "-c", code, str(ws)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=cli_env(ws),
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+        before = files_in(ws)
+        started = time.monotonic()
+        blocked = report(ws, "--lock-wait", "1")
+        waited = time.monotonic() - started
+        after = files_in(ws)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert blocked.returncode == 1, blocked.stderr
+    line = blocked.stderr.strip()
+    assert line.startswith("error: ") and "\n" not in line and "Traceback" not in line, line
+    assert f"{ws.resolve()}: another cosmic-curriculum process holds this workspace" in line
+    assert f"held by pid {holder.pid} (" in line and "within 1s" in line, line
+    assert 1 <= waited < 60
+    assert blocked.stdout == "" and after == before  # no page, no temp file, nothing touched
+    assert not (ws / "REPORT.html").exists()
+    # The holder is gone: the lock is free and the page is written.
+    done = report(ws, "--lock-wait", "1")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"report: {ws.resolve() / 'REPORT.html'}"
+    assert "</html>" in (ws / "REPORT.html").read_text()
 
 
 def test_the_ladder_chains_elo_through_the_records_and_stops_at_a_skip(tmp_path: Path) -> None:

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import io
+import sys
+import threading
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 from test_report import FAILED, PASSED, S1, S2
 
@@ -54,8 +57,30 @@ def test_the_console_reporter_says_what_happens_in_one_line_each() -> None:
     assert "curriculum done: every stage passed" in text
 
 
-def test_the_console_reporter_survives_a_closed_terminal() -> None:
-    out = io.StringIO()
+class CountedStream(io.StringIO):
+    """A stream that counts the writes offered to it (closed, each one raises)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tried = 0
+
+    def write(self, text: str) -> int:
+        self.tried += 1
+        return super().write(text)
+
+
+def test_the_console_reporter_survives_a_closed_terminal(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    live = CountedStream()
+    run_all_events(ConsoleReporter(Console(file=live, width=80, color_system=None)))
+    out = CountedStream()
     reporter = ConsoleReporter(Console(file=out, width=80, color_system=None))
+    assert reporter.plain  # not a terminal: plain lines, no bar
+    threads, streams = set(threading.enumerate()), (sys.stdout, sys.stderr)
     out.close()  # like the pane of a killed tmux session: every write raises
-    run_all_events(reporter)  # must not raise
+    run_all_events(reporter)  # every event returns: the run goes on to save its state
+    # Each write an open stream gets was tried and dropped, never sent elsewhere.
+    assert live.tried > 0 and out.tried == live.tried
+    assert (sys.stdout, sys.stderr) == streams and capsys.readouterr() == ("", "")
+    assert set(threading.enumerate()) <= threads

@@ -188,8 +188,7 @@ def test_bots_are_json_only_never_unpickled(tmp_path: Path, suffix: str) -> None
 
 def test_a_pickled_reference_bot_is_refused_by_run(tmp_path: Path) -> None:
     repo_rookie = PACKAGE.parent / "bots" / "rookie.json"
-    if not repo_rookie.is_file():
-        pytest.skip("the repository's rookie bot is not there")
+    assert repo_rookie.is_file(), f"{repo_rookie}: missing; the rookie bot is committed in bots/"
     marker = tmp_path / "unpickled"
     ws = make_workspace(tmp_path / "ws", stages=["score"], external_eval=False)
     (ws / "bots" / "rookie.json").write_bytes(pickle.dumps(_Payload(str(marker))))

@@ -123,6 +123,18 @@ def test_init_in_an_ignored_subdirectory_gets_its_own_repository(tmp_path: Path)
     assert git(project, "log", "--format=%s") == "project"
 
 
+def test_init_where_git_init_fails_notes_it_and_commits_nothing(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / ".git").write_text("not a gitfile\n")  # counts as empty; `git init` refuses it
+    result = init_workspace(ws, "quick")
+    assert result.created == FILES and is_workspace(result.workspace)
+    assert len(result.notes) == 1
+    assert result.notes[0].startswith("initial commit skipped: git init failed: fatal:")
+    assert "invalid gitfile format" in result.notes[0] and "\n" not in result.notes[0]
+    assert (ws / ".git").read_text() == "not a gitfile\n"
+
+
 def test_init_without_git_still_makes_a_workspace(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -11,6 +11,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import typer
+
+# Typer (0.26 on) vendors Click and raises its own copy's UsageError: public `click`'s
+# would never match, so this is the one class to catch (pyproject's floor says so).
 from typer._click.exceptions import UsageError
 from typer.core import TyperCommand, TyperGroup
 

@@ -8,7 +8,19 @@ from typing import Annotated
 
 import typer
 
-from cosmic_curriculum.cli.app import OneLineUsageCommand, app, guarded
+from cosmic_curriculum.cli.app import (
+    LOCK_WAIT_SECONDS,
+    OneLineUsageCommand,
+    app,
+    enclosing_workspace,
+    guarded,
+    workspace_lock,
+)
+
+LOCK_WAIT_HELP = (
+    "Seconds to wait for another process holding the workspace the page is written to "
+    "(a `run`, an `evaluate`) before giving up with an error."
+)
 
 
 @app.command("report", cls=OneLineUsageCommand)
@@ -23,16 +35,26 @@ def report_command(
     open_page: Annotated[
         bool, typer.Option("--open", help="Open the page in the default web browser.")
     ] = False,
+    lock_wait: Annotated[float, typer.Option(min=0, help=LOCK_WAIT_HELP)] = LOCK_WAIT_SECONDS,
 ) -> None:
-    """Write REPORT.md's content as one HTML page (pictures inline) for a browser."""
+    """Write REPORT.md's content as one HTML page (pictures inline) for a browser.
+
+    When the page lies in a workspace (by default it does: WORKSPACE/REPORT.html), the
+    report holds that workspace's lock while it reads and writes, like every command that
+    writes there.
+    """
 
     def go() -> None:
+        import contextlib
+
         from cosmic_curriculum.reports.markdown import html_report
         from cosmic_curriculum.system.fsio import atomic_write_text
         from cosmic_curriculum.workspace.layout import Layout
 
         target = out or Layout(workspace.resolve()).report_html
-        atomic_write_text(target, html_report(workspace, config))
+        holder = enclosing_workspace(target.parent)
+        with workspace_lock(holder, lock_wait) if holder else contextlib.nullcontext():
+            atomic_write_text(target, html_report(workspace, config))
         sys.stdout.write(f"report: {target}\n")
         if open_page:
             import webbrowser

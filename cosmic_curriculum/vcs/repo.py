@@ -3,8 +3,8 @@
 Every git command runs as a subprocess with a timeout in its own session
 (:mod:`cosmic_curriculum.vcs.gitcmd`), so a hook, gpg or ssh that never returns is killed with
 its whole group. Commits take only the paths they are given and never change the user's
-index when they fail (:mod:`cosmic_curriculum.vcs.commit`). No GitPython here: ``status``
-and a machine without git need nothing from it.
+index when they fail (:mod:`cosmic_curriculum.vcs.commit`). No git library: the git
+executable is all it needs, and a machine without one can still import it.
 """
 
 from __future__ import annotations
@@ -34,10 +34,6 @@ from cosmic_curriculum.vcs.gitcmd import (
     locate,
     run_git,
 )
-
-# workspace.py creates repositories with GitPython; it must not fail at import time on a
-# machine without git (set before the first `import git`).
-os.environ.setdefault("GIT_PYTHON_REFRESH", "quiet")
 
 __all__ = [
     "FALLBACK_EMAIL",

@@ -7,7 +7,6 @@ its own git repository, so progress is committed as it happens.
 
 from __future__ import annotations
 
-import importlib
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +24,6 @@ from cosmic_curriculum.workspace.layout import (
 from cosmic_curriculum.workspace.state import CurriculumState
 from cosmic_curriculum.workspace.state_file import save_state
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 GITIGNORE = f"""# cosmic-curriculum workspace
 checkpoints/
 {LOCK_FILE}
@@ -53,32 +51,16 @@ class InitResult:
     already: bool
 
 
-# The scripted bots every workspace gets (bots/<name>.json), and what to do without one.
-SCRIPTED_BOTS = {
-    "rookie": "put the stage-1 reference bot at bots/rookie.json (or set reference_bot in "
-    "stages.toml)",
-    "veteran": "copy bots/veteran.json from the project to play against the veteran",
-}
+# The scripted bots every workspace gets, as bots/<name>.json.
+SCRIPTED_BOTS = ("rookie", "veteran")
 
 
-def _write_scripted(ws: Path, name: str, notes: list[str]) -> bool:
-    """Write ``bots/<name>.json`` from the installed package (or the shipped file)."""
-    target = ws / "bots" / f"{name}.json"
-    try:
-        bots = importlib.import_module("cosmic_curriculum.bots")
-    except ModuleNotFoundError:
-        bots = None
-    document = getattr(bots, f"{name}_document", None)
-    save_bot = getattr(bots, "save_bot", None)
-    if document is not None and save_bot is not None:
-        save_bot(target, document())
-        return True
-    shipped = REPO_ROOT / "bots" / f"{name}.json"
-    if shipped.is_file():
-        shutil.copyfile(shipped, target)
-        return True
-    notes.append(f"no {name} bot available in this installation: {SCRIPTED_BOTS[name]}")
-    return False
+def _write_scripted(ws: Path, name: str) -> None:
+    """Write ``bots/<name>.json`` from the package's own definition of the bot."""
+    from cosmic_curriculum import bots  # numpy: only when a bot file is written
+
+    documents = {"rookie": bots.rookie_document, "veteran": bots.veteran_document}
+    bots.save_bot(ws / "bots" / f"{name}.json", documents[name]())
 
 
 def init_workspace(path: Path, preset: str = "default") -> InitResult:
@@ -107,7 +89,8 @@ def init_workspace(path: Path, preset: str = "default") -> InitResult:
         created.append("stages.toml")
     for name in SCRIPTED_BOTS:
         bot = f"bots/{name}.json"
-        if not (ws / bot).exists() and _write_scripted(ws, name, notes):
+        if not (ws / bot).exists():
+            _write_scripted(ws, name)
             created.append(bot)
     trainer = ws / "scripts" / "run_training.sh"
     shipped_trainer = DATA_DIR / "run_training.sh"
@@ -136,6 +119,7 @@ def init_workspace(path: Path, preset: str = "default") -> InitResult:
 
 def _init_git(ws: Path, created: list[str]) -> list[str]:
     from cosmic_curriculum.vcs import repo as vcs
+    from cosmic_curriculum.vcs.gitcmd import GitRunError, run_git
 
     if vcs.git_executable() is None:
         return ["git is not installed: the workspace works, but progress is not committed"]
@@ -143,9 +127,11 @@ def _init_git(ws: Path, created: list[str]) -> list[str]:
     # A workspace inside a repository that ignores it (a project's workspaces/) gets
     # its own repository: its commits must never land in the enclosing one.
     if not vcs.is_repo(ws) or vcs.ignored_by_enclosing_repo(ws) is not None:
-        import git
-
-        git.Repo.init(ws).close()
+        try:
+            run_git(["init"], ws)
+        except GitRunError as exc:
+            # No repository of its own: nothing to commit into (never the enclosing one).
+            return [f"initial commit skipped: {exc}"]
         created.append(".git")
     paths = [ws / p for p in created if p != ".git"]
     try:

@@ -476,8 +476,9 @@ def test_latest_step_checkpoint(tmp_path: Path) -> None:
 def test_built_in_evaluator_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """No evaluation_command: bots are validated by bots.load_bot and evaluated in-process."""
     repo_bots = Path(__file__).resolve().parents[2] / "bots"
-    if not (repo_bots / "rookie.json").is_file():
-        pytest.skip("the repository's rookie bot is not there")
+    assert (repo_bots / "rookie.json").is_file(), (
+        f"{repo_bots / 'rookie.json'}: missing; the rookie bot is committed in bots/"
+    )
     ws = make_workspace(
         tmp_path / "ws",
         stages=["score"],
@@ -649,24 +650,45 @@ def test_odd_episode_count_is_refused_before_training_with_the_built_in_evaluato
     assert trainer_runs(ws) == []
 
 
-def test_console_reporter_survives_a_vanished_terminal(tmp_path: Path) -> None:
+def test_console_reporter_survives_a_vanished_terminal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
     """After `tmux kill-session` writes fail; the reporter must not stop the run's cleanup."""
+    import sys
+    import threading
+
     from rich.console import Console
 
     from cosmic_curriculum.curriculum.reporter import ConsoleReporter
-    from cosmic_curriculum.workspace.state import Attempt, LogEntry
+    from cosmic_curriculum.launchers.tmux import PLAIN_OUTPUT_ENV
+    from cosmic_curriculum.workspace.state import Attempt, Candidate, CurriculumState, LogEntry
 
+    monkeypatch.delenv(PLAIN_OUTPUT_ENV, raising=False)
     handle = open(tmp_path / "tty", "w")  # noqa: SIM115
     reporter = ConsoleReporter(Console(file=handle, force_terminal=True))
+    assert not reporter.plain  # a terminal: the progress bars are what must survive
+    threads, streams = set(threading.enumerate()), (sys.stdout, sys.stderr)
     handle.close()
     attempt = Attempt(stage_index=0, attempt=0, experiment="curric-s1-score", timesteps=10)
+    candidate = Candidate(k=1, experiment="curric-s1-score-c1", seed=1, phase="trained")
     reporter.warning("still fine")
     reporter.attempt_started(attempt, ["t", "curric-s1-score"], tmp_path / "x.log")
     reporter.training_progress(attempt, {"timesteps": 5, "total": 10, "fps": 1.0})
+    reporter.candidate_started(attempt, candidate, ["t"], tmp_path / "c1.log")
+    reporter.candidate_progress(attempt, candidate, {"timesteps": 5, "total": 10})
+    reporter.candidate_finished(attempt, candidate)
+    reporter.training_finished(attempt)
     reporter.evaluation_progress(attempt, {"episodes": 2, "planned": 4})
     reporter.attempt_decided(
         LogEntry(stage_index=0, experiment="curric-s1-score", attempt=0, decision="pass")
     )
+    reporter.finished(CurriculumState(status="done"))
+    # Every call returned; no bar was left running (no refresh thread writing to the dead
+    # terminal, sys.stdout/stderr not redirected to it) and nothing went anywhere else.
+    assert reporter._progress is None
+    assert set(threading.enumerate()) <= threads
+    assert (sys.stdout, sys.stderr) == streams
+    assert (tmp_path / "tty").read_text() == "" and capfd.readouterr() == ("", "")
 
 
 def test_records_of_a_curriculum_started_over_are_not_adopted(ws: Path) -> None:
