@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from os import PathLike
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pydantic is not imported for the error classes alone
@@ -28,6 +30,18 @@ class ConfigError(CurriculumError):
 
 class StateError(CurriculumError):
     """`curriculum_state.json` or `eval_history.json` is unreadable or inconsistent."""
+
+
+class DamagedFileError(StateError):
+    """One of the workspace's own files is unreadable or inconsistent: ``fault`` says how,
+    and the way back is its last committed copy."""
+
+    def __init__(self, path: str | PathLike[str], fault: str) -> None:
+        self.path, self.fault = Path(path), fault
+        name = self.path.name
+        super().__init__(
+            f"{path}: {fault}; restore the last good copy with `git show HEAD:{name} > {name}`"
+        )
 
 
 class BotError(CurriculumError):

@@ -32,6 +32,7 @@ from cosmic_curriculum.curriculum.training import train
 from cosmic_curriculum.errors import (
     ConfigError,
     CurriculumError,
+    DamagedFileError,
     EvaluationError,
     LockError,
     StateError,
@@ -136,10 +137,9 @@ def _loop(run: Run) -> CurriculumState:
             eval_id = run.flight.eval_id or ""
             record = history.find(run.paths.history, eval_id)
             if record is None:
-                raise StateError(
-                    f"{run.paths.history}: evaluation {eval_id} of {run.flight.experiment} "
-                    f"is missing; restore it with `git show HEAD:{run.paths.history.name} > "
-                    f"{run.paths.history.name}`"
+                raise DamagedFileError(
+                    run.paths.history,
+                    f"evaluation {eval_id} of {run.flight.experiment} is missing",
                 )
             run.record(t.Decide(record, utc_now()), pause="decided")
             run.reporter.attempt_decided(run.state.log[-1])

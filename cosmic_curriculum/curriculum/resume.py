@@ -13,11 +13,10 @@ from typing import TYPE_CHECKING
 
 from cosmic_curriculum.core.rules import resume_choice
 from cosmic_curriculum.curriculum.context import Run
-from cosmic_curriculum.errors import BotError, ConfigError, StateError
+from cosmic_curriculum.errors import BotError, ConfigError, DamagedFileError
 from cosmic_curriculum.launchers import Handle
 from cosmic_curriculum.system import fsio
 from cosmic_curriculum.workspace.config import ExecReference
-from cosmic_curriculum.workspace.layout import STATE_FILE
 from cosmic_curriculum.workspace.state import Attempt
 
 if TYPE_CHECKING:
@@ -49,10 +48,10 @@ def validate_bot(
 def passing_experiment(run: Run, stage_index: int) -> str:
     entry = run.state.passing_entry(stage_index)
     if entry is None:
-        raise StateError(
-            f"{run.paths.state}: stage {stage_index + 1} has no passing attempt in the log, "
-            f"but the curriculum is at stage {run.state.stage_index + 1}; "
-            f"restore it with `git show HEAD:{STATE_FILE} > {STATE_FILE}`"
+        raise DamagedFileError(
+            run.paths.state,
+            f"stage {stage_index + 1} has no passing attempt in the log, but the curriculum "
+            f"is at stage {run.state.stage_index + 1}",
         )
     return entry.experiment
 

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cosmic_curriculum.errors import ConfigError, StateError
+from cosmic_curriculum.errors import ConfigError, DamagedFileError, StateError
 
 TEMP_MARKER = ".tmp-"
 # Test-only fault injection (crash tests): "point:seconds,..." sleeps at that named point,
@@ -190,19 +190,13 @@ def read_json(path: Path, what: str) -> Any:
     except UnicodeDecodeError:
         raise StateError(f"{path}: {what} is not UTF-8 text") from None
     if not text.strip():
-        raise StateError(
-            f"{path}: {what} is empty; restore the last good copy with "
-            f"`git show HEAD:{path.name} > {path.name}`"
-        )
+        raise DamagedFileError(path, f"{what} is empty")
     if text.startswith(BOM):
         raise StateError(f"{path}: {what} {BOM_FAULT}")
     try:
         return loads(text)
     except JSONValueError as exc:
-        raise StateError(
-            f"{path}: {what} is not valid JSON ({exc}); restore the last good copy with "
-            f"`git show HEAD:{path.name} > {path.name}`"
-        ) from None
+        raise DamagedFileError(path, f"{what} is not valid JSON ({exc})") from None
 
 
 def _proc_start(pid: int) -> float | None:

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from cosmic_curriculum.errors import EvaluationError, StateError
+from cosmic_curriculum.errors import DamagedFileError, EvaluationError, StateError
 from cosmic_curriculum.system.clock import utc_now
 from cosmic_curriculum.system.fsio import atomic_write_json, read_json
 
@@ -49,9 +49,8 @@ def load(path: Path) -> list[dict[str, Any]]:
         return []
     data = read_json(path, "evaluation history")
     if not isinstance(data, list):
-        raise StateError(
-            f"{path}: evaluation history must be a JSON list of records, got "
-            f"{type(data).__name__}; restore it with `git show HEAD:{path.name} > {path.name}`"
+        raise DamagedFileError(
+            path, f"evaluation history must be a JSON list of records, got {type(data).__name__}"
         )
     for i, record in enumerate(data):
         validate_record(record, f"{path}: record {i}")

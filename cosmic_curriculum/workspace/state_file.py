@@ -7,14 +7,10 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from cosmic_curriculum.errors import StateError
+from cosmic_curriculum.errors import DamagedFileError, StateError
 from cosmic_curriculum.system.clock import utc_now
 from cosmic_curriculum.system.fsio import atomic_write_json, read_json
 from cosmic_curriculum.workspace.state import SCHEMA_VERSION, CurriculumState
-
-
-def _restore_hint(path: Path) -> str:
-    return f"restore the last good copy with `git show HEAD:{path.name} > {path.name}`"
 
 
 def load_state(path: Path) -> CurriculumState:
@@ -28,13 +24,12 @@ def load_state(path: Path) -> CurriculumState:
         return CurriculumState(created_at=utc_now())
     data = read_json(path, "curriculum state")
     if not isinstance(data, dict):
-        raise StateError(
-            f"{path}: curriculum state must be a JSON object, got {type(data).__name__}; "
-            + _restore_hint(path)
+        raise DamagedFileError(
+            path, f"curriculum state must be a JSON object, got {type(data).__name__}"
         )
     version = data.get("schema_version", 1)
     if not isinstance(version, int) or version < 1:
-        raise StateError(f"{path}: schema_version {version!r} is invalid; " + _restore_hint(path))
+        raise DamagedFileError(path, f"schema_version {version!r} is invalid")
     if version > SCHEMA_VERSION:
         raise StateError(
             f"{path}: schema_version {version} was written by a newer cosmic-curriculum "
@@ -46,7 +41,7 @@ def load_state(path: Path) -> CurriculumState:
     except ValidationError as exc:
         err = exc.errors()[0]
         key = ".".join(str(p) for p in err["loc"])
-        raise StateError(f"{path}: {key}: {err['msg']}; " + _restore_hint(path)) from None
+        raise DamagedFileError(path, f"{key}: {err['msg']}") from None
     state.schema_version = SCHEMA_VERSION
     return state
 
