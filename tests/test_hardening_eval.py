@@ -68,7 +68,7 @@ def held(tmp_path: Path) -> Iterator[Path]:
     ws = tmp_path / "ws"
     ws.mkdir()
     code = (
-        "import sys, time; from cosmic_curriculum.workspace.state import WorkspaceLock; "
+        "import sys, time; from cosmic_curriculum.workspace.lock import WorkspaceLock; "
         "WorkspaceLock(sys.argv[1]).acquire(); print('ready', flush=True); time.sleep(60)"
     )
     holder = subprocess.Popen(

@@ -137,7 +137,7 @@ def test_the_html_page_waits_for_the_workspace_lock(ws: Path) -> None:
     """`report` writes into the workspace, so it holds its lock like `evaluate`: behind
     another holder (a `run`) it gives up after --lock-wait with one line, writing nothing."""
     code = (
-        "import sys; from cosmic_curriculum.workspace.state import WorkspaceLock; "
+        "import sys; from cosmic_curriculum.workspace.lock import WorkspaceLock; "
         "WorkspaceLock(sys.argv[1]).acquire(); print('ready', flush=True); sys.stdin.read()"
     )
     holder = subprocess.Popen(
