@@ -36,6 +36,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from cosmic_curriculum import scoring
+
 Z95 = 1.959963984540054
 """Two-sided 95% normal quantile."""
 
@@ -59,7 +61,8 @@ def _check_counts(wins_a: int, wins_b: int, draws: int) -> int:
 def score(wins_a: int, wins_b: int, draws: int) -> float:
     """The candidate's score ``(W + D/2) / N``; 0.5 when no game was played."""
     n = _check_counts(wins_a, wins_b, draws)
-    return 0.5 if n == 0 else (wins_a + 0.5 * draws) / n
+    # an even score is the prior of no evidence (Elo 0, on the H1 side of the gate)
+    return scoring.score(wins_a, draws, n, if_none=0.5)
 
 
 def wilson_interval(successes: float, n: int, z: float = Z95) -> tuple[float, float]:
