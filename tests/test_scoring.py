@@ -1,9 +1,10 @@
 """The one score function, ``(wins + draws / 2) / episodes``, and every caller's rule for
-zero games (each states its own; a refactor must not move any of them)."""
+zero games (each states its own; a refactor must not move any of them); signed figures."""
 
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 from collections.abc import Callable
@@ -73,6 +74,24 @@ def test_each_caller_keeps_its_zero_games_answer(caller: str, zero_games: float 
     assert score(counts(0, 0, 0)) == zero_games
     assert score(counts(41, 52, 7)) == pytest.approx(0.445)
     assert score(counts(3, 0, 1)) == pytest.approx(0.875)
+
+
+@pytest.mark.parametrize(
+    ("x", "digits", "text"),
+    [
+        (-0.114, 2, "−0.11"),  # a typographic minus
+        (0.114, 2, "+0.11"),
+        (-0.001, 2, "+0.00"),  # rounds to zero: no "−0.00"
+        (-0.0, 2, "+0.00"),
+        (-38.4, 0, "−38"),
+        (-0.4, 0, "+0"),
+        (0.0005, 3, "+0.001"),
+        (math.inf, 0, "+∞"),
+        (-math.inf, 2, "−∞"),
+    ],
+)
+def test_signed(x: float, digits: int, text: str) -> None:
+    assert scoring.signed(x, digits) == text
 
 
 def test_the_score_imports_nothing() -> None:

@@ -211,8 +211,8 @@ def markdown_table(doc: dict[str, Any]) -> str:
     ]
     for r in doc["ratings"]:
         lines.append(
-            f"| {r['rank']} | {r['bot']} | {r['elo']:+.0f} | {r['err95']:.0f} | {r['games']} | "
-            f"{r['score']:.3f} | {r['wins']} | {r['losses']} | {r['draws']} |"
+            f"| {r['rank']} | {r['bot']} | {scoring.signed(r['elo'], 0)} | {r['err95']:.0f} | "
+            f"{r['games']} | {r['score']:.3f} | {r['wins']} | {r['losses']} | {r['draws']} |"
         )
     return "\n".join(lines) + "\n"
 

@@ -276,16 +276,6 @@ def describe(wins_a: int, wins_b: int, draws: int) -> dict[str, object]:
     }
 
 
-def signed(x: float, digits: int) -> str:
-    """``+0.11`` / ``−0.11`` with a typographic minus; ``±∞`` for infinities."""
-    if math.isinf(x):
-        return "+∞" if x > 0 else "−∞"
-    text = f"{x:+.{digits}f}"
-    if float(text) == 0.0:
-        text = f"{0.0:+.{digits}f}"
-    return text.replace("-", "−")
-
-
 def counts_summary(wins_a: int, wins_b: int, draws: int) -> str:
     """``candidate 41–52 reference (7 draws), gap +0.11 ± 0.19, Elo −38 ± 66``."""
     gap, half = gap_interval(wins_a, wins_b, draws)
@@ -294,5 +284,5 @@ def counts_summary(wins_a: int, wins_b: int, draws: int) -> str:
     plural = "draw" if draws == 1 else "draws"
     return (
         f"candidate {wins_a}–{wins_b} reference ({draws} {plural}), "
-        f"gap {signed(gap, 2)} ± {half:.2f}, Elo {signed(elo.elo, 0)} ± {err}"
+        f"gap {scoring.signed(gap, 2)} ± {half:.2f}, Elo {scoring.signed(elo.elo, 0)} ± {err}"
     )
