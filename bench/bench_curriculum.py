@@ -152,11 +152,12 @@ def checkpoint_bot(path: Path) -> Any:
 
 def score(bot: Any, opponent: Any) -> float:
     """``bot``'s score against ``opponent`` in 200 paired episodes of the full 3-D game."""
+    from cosmic_curriculum import scoring
     from cosmic_curriculum.arena.match import play_pairs
     from cosmic_curriculum.arena.settings import GameSettings
 
     result = play_pairs(bot, opponent, N_PAIRS, EVAL_SEED, GameSettings())
-    return float(result.score)
+    return scoring.score(result.wins_a, result.draws, result.episodes, if_none=0.0)
 
 
 def curve(ws: Path, experiments: list[str], budgets: list[int]) -> list[tuple[int, float]]:

@@ -84,7 +84,7 @@ def play(bot: Path, opponent: Path, seed: int, scratch: Path) -> tuple[str, floa
 
     r = run_evaluation(bot, opponent, history_path=scratch, episodes=2 * N_PAIRS, seed=seed)
     wins, losses, draws = r["wins_a"], r["wins_b"], r["draws"]
-    return f"{wins}–{losses}–{draws}", (wins + 0.5 * draws) / r["episodes"]
+    return f"{wins}–{losses}–{draws}", float(r["score"])
 
 
 def main() -> int:

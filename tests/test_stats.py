@@ -196,9 +196,3 @@ def test_sprt_bounds() -> None:
     lo, hi = stats.sprt_bounds(0.05, 0.05)
     assert lo == pytest.approx(-math.log(19))
     assert hi == pytest.approx(math.log(19))
-
-
-def test_signed_uses_a_typographic_minus() -> None:
-    assert stats.signed(-0.114, 2) == "−0.11"
-    assert stats.signed(-0.001, 2) == "+0.00"
-    assert stats.signed(math.inf, 0) == "+∞"

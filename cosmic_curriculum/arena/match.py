@@ -67,11 +67,6 @@ class PairResults:
         return int((self.outcomes == 0).sum())
 
     @property
-    def score(self) -> float:
-        """A's score: (wins + draws / 2) / episodes."""
-        return (self.wins_a + 0.5 * self.draws) / max(1, self.episodes)
-
-    @property
     def pair_scores(self) -> NDArray[np.float64]:
         """A's score in each pair: 0, 0.25, 0.5, 0.75 or 1."""
         return np.asarray((self.outcomes + 1).sum(axis=1) / 4.0, dtype=np.float64)

@@ -5,22 +5,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from cosmic_curriculum.scoring import signed
+
 
 def fmt_interval(pair: Any, digits: int) -> str:
     """A confidence interval ``[−0.120, +0.050]``; a missing end is ``−∞`` or ``+∞``."""
     lo, hi = pair
     show = [
-        ("−∞" if v is None and k == 0 else "+∞" if v is None else f"{v:+.{digits}f}")
+        ("−∞" if v is None and k == 0 else "+∞" if v is None else signed(v, digits))
         for k, v in enumerate((lo, hi))
     ]
-    return f"[{show[0]}, {show[1]}]".replace("-", "−")
+    return f"[{show[0]}, {show[1]}]"
 
 
 def evaluation_table(record: dict[str, Any]) -> Any:
     """One evaluation record: both bots' wins, draws, score, gap and Elo, the gate verdict."""
     from rich.table import Table
-
-    from cosmic_curriculum.evaluation.stats import signed
 
     table = Table(show_header=False, box=None, padding=(0, 2))
     table.add_row("candidate", f"{record['candidate']} ({record['wins_a']} wins)")
@@ -35,7 +35,7 @@ def evaluation_table(record: dict[str, Any]) -> Any:
         "Elo",
         ("−∞" if record["wins_a"] == 0 else "+∞")
         if elo is None
-        else f"{elo:+.0f} 95% {fmt_interval(record['elo_ci95'], 0)}",
+        else f"{signed(elo, 0)} 95% {fmt_interval(record['elo_ci95'], 0)}",
     )
     if "gate" in record:
         verdict = record["gate"]["verdict"]
@@ -56,7 +56,7 @@ def ladder_table(doc: dict[str, Any], pairs: int) -> Any:
         table.add_row(
             str(r["rank"]),
             r["bot"],
-            f"{r['elo']:+.0f}".replace("-", "−"),
+            signed(r["elo"], 0),
             f"{r['err95']:.0f}",
             str(r["games"]),
             f"{r['score']:.3f}",

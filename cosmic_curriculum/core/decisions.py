@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from cosmic_curriculum import scoring
 from cosmic_curriculum.workspace.config import GateSettings
 from cosmic_curriculum.workspace.state import COUNT_KEYS
 
@@ -38,6 +39,7 @@ def counts_summary(record: dict[str, Any]) -> str:
 
 
 def record_score(record: dict[str, Any]) -> float:
-    """An evaluation's score: (candidate wins + draws / 2) / episodes (stats.score)."""
+    """An evaluation's score: (candidate wins + draws / 2) / episodes."""
     wins, draws, episodes = (int(record[k]) for k in ("wins_a", "draws", "episodes"))
-    return (wins + 0.5 * draws) / episodes if episodes else 0.0
+    # no games ranks a candidate last in the selection
+    return scoring.score(wins, draws, episodes, if_none=0.0)

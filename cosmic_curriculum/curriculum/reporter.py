@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from cosmic_curriculum.launchers.tmux import PLAIN_OUTPUT_ENV
+from cosmic_curriculum.scoring import signed
 from cosmic_curriculum.workspace.state import Attempt, Candidate, CurriculumState, LogEntry
 
 
@@ -123,7 +124,7 @@ class ConsoleReporter(Reporter):
 
             reward = progress.get("reward")
             text = f"{attempt.experiment}: {progress_text(progress)}"
-            text += f", reward {reward:+.3f}" if reward is not None else ""
+            text += f", reward {signed(reward, 3)}" if reward is not None else ""
             final = progress.get("timesteps", 0) >= progress.get("total", 0) > 0
             self._plain_progress(text, final)
             return
@@ -142,7 +143,7 @@ class ConsoleReporter(Reporter):
                 completed=progress["timesteps"],
                 total=progress.get("total") or None,
                 rate=f"{fps:,.0f} steps/s" if fps is not None else "",
-                reward=f"reward {reward:+.3f}" if reward is not None else "",
+                reward=f"reward {signed(reward, 3)}" if reward is not None else "",
             )
         except (OSError, ValueError):
             self._progress = None

@@ -11,6 +11,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from cosmic_curriculum.evaluation import stats
+from cosmic_curriculum.scoring import signed
 
 # GateSettings lives with the rest of stages.toml's models (config.py stays free of numpy,
 # so `status` starts fast); it is re-exported here because the gate is what it configures.
@@ -134,9 +135,7 @@ def decide(
             max_episodes=cap,
             decided_at_cap=verdict != "continue" and lower < llr < upper,
         )
-        extra = (
-            f", LLR {stats.signed(llr, 2)} in ({stats.signed(lower, 2)}, {stats.signed(upper, 2)})"
-        )
+        extra = f", LLR {signed(llr, 2)} in ({signed(lower, 2)}, {signed(upper, 2)})"
     summary = f"{stats.counts_summary(wins_a, wins_b, draws)}{extra} → {verdict}"
     return GateDecision(verdict=verdict, rule=settings.rule, summary=summary, stats=info)
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from cosmic_curriculum import scoring
 from cosmic_curriculum.bots.external import ExecSpec, stops_bots
 from cosmic_curriculum.errors import BotError, EvaluationError
 from cosmic_curriculum.evaluation import stats
@@ -157,7 +158,10 @@ def run_ladder(
     order = np.argsort(-fit.ratings, kind="stable")
     rows = []
     for rank, i in enumerate(order, start=1):
-        n_i = games[i].sum()
+        n_i = int(games[i].sum())
+        won, lost = int(wins[i].sum()), int(wins[:, i].sum())
+        drawn = n_i - won - lost
+        score = scoring.score(won, drawn, n_i, if_none=None)
         rows.append(
             {
                 "rank": rank,
@@ -165,11 +169,11 @@ def run_ladder(
                 "path": str(paths[i]),
                 "elo": round(float(fit.ratings[i]), 1),
                 "err95": round(float(fit.err95[i]), 1),
-                "games": int(n_i),
-                "score": round(float(points[i].sum() / n_i), 4) if n_i else None,
-                "wins": int(wins[i].sum()),
-                "losses": int(wins[:, i].sum()),
-                "draws": int(n_i - wins[i].sum() - wins[:, i].sum()),
+                "games": n_i,
+                "score": None if score is None else round(score, 4),
+                "wins": won,
+                "losses": lost,
+                "draws": drawn,
             }
         )
     doc: dict[str, Any] = {
@@ -207,8 +211,8 @@ def markdown_table(doc: dict[str, Any]) -> str:
     ]
     for r in doc["ratings"]:
         lines.append(
-            f"| {r['rank']} | {r['bot']} | {r['elo']:+.0f} | {r['err95']:.0f} | {r['games']} | "
-            f"{r['score']:.3f} | {r['wins']} | {r['losses']} | {r['draws']} |"
+            f"| {r['rank']} | {r['bot']} | {scoring.signed(r['elo'], 0)} | {r['err95']:.0f} | "
+            f"{r['games']} | {r['score']:.3f} | {r['wins']} | {r['losses']} | {r['draws']} |"
         )
     return "\n".join(lines) + "\n"
 

@@ -36,6 +36,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from cosmic_curriculum import scoring
+
 Z95 = 1.959963984540054
 """Two-sided 95% normal quantile."""
 
@@ -59,7 +61,8 @@ def _check_counts(wins_a: int, wins_b: int, draws: int) -> int:
 def score(wins_a: int, wins_b: int, draws: int) -> float:
     """The candidate's score ``(W + D/2) / N``; 0.5 when no game was played."""
     n = _check_counts(wins_a, wins_b, draws)
-    return 0.5 if n == 0 else (wins_a + 0.5 * draws) / n
+    # an even score is the prior of no evidence (Elo 0, on the H1 side of the gate)
+    return scoring.score(wins_a, draws, n, if_none=0.5)
 
 
 def wilson_interval(successes: float, n: int, z: float = Z95) -> tuple[float, float]:
@@ -273,16 +276,6 @@ def describe(wins_a: int, wins_b: int, draws: int) -> dict[str, object]:
     }
 
 
-def signed(x: float, digits: int) -> str:
-    """``+0.11`` / ``−0.11`` with a typographic minus; ``±∞`` for infinities."""
-    if math.isinf(x):
-        return "+∞" if x > 0 else "−∞"
-    text = f"{x:+.{digits}f}"
-    if float(text) == 0.0:
-        text = f"{0.0:+.{digits}f}"
-    return text.replace("-", "−")
-
-
 def counts_summary(wins_a: int, wins_b: int, draws: int) -> str:
     """``candidate 41–52 reference (7 draws), gap +0.11 ± 0.19, Elo −38 ± 66``."""
     gap, half = gap_interval(wins_a, wins_b, draws)
@@ -291,5 +284,5 @@ def counts_summary(wins_a: int, wins_b: int, draws: int) -> str:
     plural = "draw" if draws == 1 else "draws"
     return (
         f"candidate {wins_a}–{wins_b} reference ({draws} {plural}), "
-        f"gap {signed(gap, 2)} ± {half:.2f}, Elo {signed(elo.elo, 0)} ± {err}"
+        f"gap {scoring.signed(gap, 2)} ± {half:.2f}, Elo {scoring.signed(elo.elo, 0)} ± {err}"
     )

@@ -105,40 +105,30 @@ def watch(
     timeout: float | None = None,
     grace: float = DEFAULT_GRACE_SECONDS,
 ) -> RunOutcome:
-    """Wait for the work while forwarding its ``@progress`` lines; stop it after ``timeout``.
+    """Wait for one piece of work: :func:`watch_many` with it alone, already running.
 
-    Exceptions raised while waiting (the curriculum's signal handler raises one) stop the
-    work before propagating, so no trainer outlives an interrupted run.
+    Its ``@progress`` lines go to ``on_progress``; it is stopped after ``timeout``, and by
+    any exception raised while waiting (the curriculum's signal handler raises one) before
+    that propagates, so no trainer outlives an interrupted run.
     """
-    from cosmic_curriculum.progress import parse_progress_line
+    outcomes: list[RunOutcome] = []
 
-    outcome = RunOutcome(returncode=None)
-    deadline = None if timeout is None else time.monotonic() + timeout
+    def forward(_key: None, record: dict[str, Any]) -> None:
+        if on_progress is not None:
+            on_progress(record)
 
-    def drain() -> None:
-        for line in launcher.stream(handle):
-            record = parse_progress_line(line)
-            if record is not None:
-                outcome.last_progress = record
-                if on_progress is not None:
-                    on_progress(record)
-
-    try:
-        while True:
-            code = launcher.result(handle)
-            drain()
-            if code is not None:
-                outcome.returncode = code
-                return outcome
-            if deadline is not None and time.monotonic() >= deadline:
-                launcher.stop(handle, grace)
-                outcome.timed_out = True
-                outcome.returncode = launcher.result(handle)
-                return outcome
-            time.sleep(POLL_SECONDS)
-    except BaseException:
-        launcher.stop(handle, grace)
-        raise
+    watch_many(
+        launcher,
+        [],
+        lambda _key: None,  # nothing queued: never called
+        lambda _key, outcome: outcomes.append(outcome),
+        running={None: handle},
+        on_progress=forward,
+        timeout=timeout,
+        grace=grace,
+    )
+    (outcome,) = outcomes  # the loop returns only once the work has ended
+    return outcome
 
 
 Key = TypeVar("Key")
@@ -163,13 +153,14 @@ def watch_many(
     timeout: float | None = None,
     grace: float = DEFAULT_GRACE_SECONDS,
 ) -> None:
-    """:func:`watch` for several pieces of work side by side (an attempt's candidates).
+    """Wait for pieces of work side by side (an attempt's candidates; :func:`watch` is one)
+    while forwarding their ``@progress`` lines to ``on_progress(key, record)``.
 
     ``running`` is work already under way (found again after a crash); ``queue`` is work to
     start, in order, with ``start(key)`` (None: it did not start, and said so itself)
     whenever fewer than ``cap`` run. ``on_done(key, outcome)`` is told as each ends, and
-    ``timeout`` applies to each from when it is watched. Any exception while waiting stops
-    every piece still running before it propagates.
+    ``timeout`` applies to each from when it is watched: it is then stopped. Any exception
+    while waiting stops every piece still running before it propagates.
     """
     from cosmic_curriculum.progress import parse_progress_line
 

@@ -16,6 +16,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from cosmic_curriculum import scoring
 from cosmic_curriculum.errors import ConfigError, StateError
 from cosmic_curriculum.system import fsio
 from cosmic_curriculum.workspace import history
@@ -96,8 +97,8 @@ def record_row(record: dict[str, Any]) -> dict[str, Any]:
         "losses": losses,
         "draws": draws,
         "episodes": episodes,
-        # stats.score's formula; no games means no score rather than its 0.5 prior
-        "score": (wins + 0.5 * draws) / episodes if episodes else None,
+        # no games means no score rather than the statistics' 0.5 prior
+        "score": scoring.score(wins, draws, episodes, if_none=None),
         "gap": (losses - wins) / episodes if episodes else None,
         "gap_ci95_lo": gap_lo,
         "gap_ci95_hi": gap_hi,

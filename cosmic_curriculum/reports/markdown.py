@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cosmic_curriculum.reports.summary import Summary, summarise
+from cosmic_curriculum.scoring import signed
 from cosmic_curriculum.system import fsio
 from cosmic_curriculum.workspace import history
 from cosmic_curriculum.workspace.config import CurriculumConfig
@@ -83,7 +84,7 @@ def blocks(layout: Layout, data: Summary) -> list[Block]:
         )
     )
     ladder_rows = [
-        [f"`{r.bot}`", r.stage, "–" if r.elo is None else f"{r.elo:+.0f}", _err(r.err)]
+        [f"`{r.bot}`", r.stage, "–" if r.elo is None else signed(r.elo, 0), _err(r.err)]
         for r in data.ladder
     ]
     out += [Block("h2", "Elo ladder of the passing bots")]

@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from cosmic_curriculum.scoring import signed
+
 if TYPE_CHECKING:  # pydantic: a cached `status` never imports it
     from cosmic_curriculum.workspace.state import LogEntry
 
@@ -75,14 +77,14 @@ def review_markdown(
         exp = entry.experiment
         if "episodes" in row:
             counts = f"{row['wins_a']}-{row['wins_b']}-{row['draws']} / {row['episodes']}"
-            gap = row["gap"] or 0.0
+            gap = signed(row["gap"] or 0.0, 2)
             verdict = "fails" if entry.decision == "fail" else "passes"
             cells = [
                 counts,
                 pct(row["candidate_win_rate"]),
                 pct(row["reference_win_rate"]),
-                f"{gap:+.2f}",
-                f"{verdict} ({gap:+.2f} {'≥' if entry.decision == 'fail' else '<'} {margin:g})",
+                gap,
+                f"{verdict} ({gap} {'≥' if entry.decision == 'fail' else '<'} {margin:g})",
             ]
         else:
             cells = ["–", "–", "–", "–", entry.override or entry.decision]

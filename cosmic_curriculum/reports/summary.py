@@ -19,6 +19,7 @@ from typing import Any
 from cosmic_curriculum.core.next_action import REASON_HINT, next_action
 from cosmic_curriculum.evaluation import stats
 from cosmic_curriculum.progress import parse_progress_line
+from cosmic_curriculum.scoring import signed
 from cosmic_curriculum.workspace.config import CurriculumConfig
 from cosmic_curriculum.workspace.layout import Layout, experiment_name
 from cosmic_curriculum.workspace.state import CurriculumState, LogEntry
@@ -101,9 +102,9 @@ def _row(layout: Layout, label: str, entry: LogEntry, record: dict[str, Any] | N
         row.counts = f"{wa}-{wb}-{d} / {n}"
         row.score = f"{stats.score(wa, wb, d):.3f}"
         gap, half = _gap(counts)
-        row.gap = f"{stats.signed(gap, 2)} ± {half:.2f}"
+        row.gap = f"{signed(gap, 2)} ± {half:.2f}"
         elo, err = _elo(counts)
-        row.elo = "–" if elo is None else f"{stats.signed(elo, 0)} ± {_num(err)}"
+        row.elo = "–" if elo is None else f"{signed(elo, 0)} ± {_num(err)}"
     started, steps = _log_facts(layout.log(entry.experiment))
     row.wall = _duration(started, entry.decided_at)
     row.timesteps = f"{steps:,}" if steps is not None else "–"

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from cosmic_curriculum.errors import ConfigError, CurriculumError
 from cosmic_curriculum.reports.review import attempt_row
+from cosmic_curriculum.scoring import signed
 from cosmic_curriculum.workspace import history
 from cosmic_curriculum.workspace.layout import HISTORY_FILE, STATE_FILE, Layout
 from cosmic_curriculum.workspace.trainer_log import latest_progress
@@ -159,10 +160,6 @@ def stored_facts(ws: Path, cfg_path: Path) -> dict[str, Any]:
 _SUMMARY_INTERVAL = re.compile(r"gap (\S+ ± \S+), Elo (\S+ ± \S+)")
 
 
-def _signed(x: float, digits: int) -> str:
-    return f"{round(x, digits) + 0.0:+.{digits}f}".replace("-", "−")  # + 0.0: no "−0"
-
-
 def decision_interval(record: dict[str, Any] | None, summary: str | None) -> str | None:
     """``gap +0.11 ± 0.19, Elo −38 ± 66`` of a decision: from its history record's
     statistics (built-in evaluator), else from the gate's summary (an evaluation command's
@@ -174,8 +171,8 @@ def decision_interval(record: dict[str, Any] | None, summary: str | None) -> str
         if elo is None:
             elo_text = "−∞" if record.get("wins_a") == 0 else "+∞"
         else:
-            elo_text = f"{_signed(float(elo), 0)} ± {'∞' if err is None else f'{err:.0f}'}"
-        return f"gap {_signed(gap, 2)} ± {half:.2f}, Elo {elo_text}"
+            elo_text = f"{signed(float(elo), 0)} ± {'∞' if err is None else f'{err:.0f}'}"
+        return f"gap {signed(gap, 2)} ± {half:.2f}, Elo {elo_text}"
     found = _SUMMARY_INTERVAL.search(summary or "")
     return f"gap {found[1]}, Elo {found[2]}" if found else None
 

@@ -14,6 +14,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cosmic_curriculum import scoring
 from cosmic_curriculum.workspace.trainer_log import latest_progress, launched_at
 
 if TYPE_CHECKING:  # pydantic models: a cached `status` never imports them
@@ -36,7 +37,8 @@ def _score(counts: dict[str, Any] | None) -> float | None:
     episodes = counts.get("episodes")
     if not isinstance(episodes, int) or episodes <= 0:
         return None
-    return (int(counts.get("wins_a", 0) or 0) + 0.5 * int(counts.get("draws", 0) or 0)) / episodes
+    wins, draws = (int(counts.get(k, 0) or 0) for k in ("wins_a", "draws"))
+    return scoring.score(wins, draws, episodes, if_none=None)
 
 
 def _progress(log: Path) -> dict[str, Any]:
