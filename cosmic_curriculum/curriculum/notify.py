@@ -211,7 +211,7 @@ def _message(
 
 def _next(run: Run, event: str) -> str:
     if event in ("blocked", "done", "attempt_error"):  # the run stops: what the user does
-        # A decision's news is sent after its commit (which it is queued with).
+        # A decision's news is queued with its Committed event: it tells what follows.
         action = next_action(run.state, [s.name for s in run.config.stages], in_commit=True)
         return describe(action, run.command)
     if event == "interrupted":
