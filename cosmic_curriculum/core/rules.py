@@ -9,7 +9,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any, Literal
 
-from cosmic_curriculum.workspace.config import CurriculumConfig
+from cosmic_curriculum.workspace.config import CurriculumConfig, NotifyEvent
 from cosmic_curriculum.workspace.layout import experiment_name
 from cosmic_curriculum.workspace.state import Attempt, CurriculumState
 
@@ -154,3 +154,13 @@ def resume_choice(
             None,
         )
     )
+
+
+def decision_news(state: CurriculumState) -> NotifyEvent:
+    """What a decision just taken tells the notifier: ``blocked`` or ``done`` when the
+    curriculum stops, else whether the attempt ``passed`` or ``failed`` (and is retried)."""
+    if state.status == "blocked":
+        return "blocked"
+    if state.status == "done":
+        return "done"
+    return "passed" if state.log[-1].decision == "pass" else "failed"

@@ -18,7 +18,6 @@ fresh evaluation is not. Both records stay in the history.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from cosmic_curriculum.core import transitions as t
@@ -28,16 +27,14 @@ from cosmic_curriculum.curriculum.context import Run
 from cosmic_curriculum.curriculum.launch import (
     adopt_orphans_result,
     indent,
-    logged_spec,
     outcome_problem,
+    start_training,
     training_argv,
 )
 from cosmic_curriculum.errors import TrainerError
-from cosmic_curriculum.launchers import Handle, LaunchError, RunOutcome, watch_many
-from cosmic_curriculum.system import fsio
+from cosmic_curriculum.launchers import Handle, RunOutcome, TrainerRecord, watch_many
 from cosmic_curriculum.system import processes as runner
 from cosmic_curriculum.system.clock import utc_now
-from cosmic_curriculum.system.processes import start_problem
 from cosmic_curriculum.workspace import history
 from cosmic_curriculum.workspace.state import Candidate
 
@@ -89,35 +86,16 @@ def _launch(run: Run, k: int) -> Handle | None:
     argv = training_argv(run, run.flight, resume, experiment=c.experiment, seed=c.seed)
     run.record(t.CandidateLaunched(k, resume=resume, now=utc_now()), pause="launch")
     c = run.candidate(k)
-    spec = logged_spec(
-        run,
-        c.experiment,
-        argv,
-        tag=run.paths.attempt_tag(c.experiment),
-        launch_id=run.paths.launch_id(c.experiment, c.started_at or run.flight.started_at),
-    )
-    log_path = spec.log_path
-    try:
-        handle = run.launcher.start(spec)
-    except LaunchError as exc:
-        _failed(run, k, f"training command could not be submitted: {exc}")
-        return None
-    except OSError as exc:
-        if exc.filename not in (argv[0], None):
-            raise  # the log file, not the program: the run's disk/permission error
-        why = start_problem(Path(argv[0])) or exc.strerror or str(exc)
-        _failed(run, k, f"training command {argv[0]} could not start: it {why}")
-        return None
-    try:
-        # Until watch_many() owns it, any exception (a signal included) must stop the work.
-        fsio.fault_point("launched")
-        record = handle.record()
+    log_path = run.paths.log(c.experiment)
+
+    def started(record: TrainerRecord) -> None:
         run.record(t.CandidateStarted(k, record.pgid, record.pid, record.start_time), "training")
         run.reporter.candidate_started(run.flight, run.candidate(k), argv, log_path)
-    except BaseException:
-        run.launcher.stop(handle, run.opts.grace_seconds)
-        raise
-    return handle
+
+    launch_id = run.paths.launch_id(c.experiment, c.started_at or run.flight.started_at)
+    return start_training(
+        run, c.experiment, argv, launch_id, failed=lambda p: _failed(run, k, p), started=started
+    )
 
 
 def _finished(run: Run, k: int, outcome: RunOutcome) -> None:

@@ -5,15 +5,19 @@ error that stops the run.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn
 
 from cosmic_curriculum.core.rules import parse_time
 from cosmic_curriculum.curriculum.context import Run
 from cosmic_curriculum.curriculum.resume import validate_bot
 from cosmic_curriculum.errors import CurriculumError, TrainerError
-from cosmic_curriculum.launchers import LaunchSpec, RunOutcome
+from cosmic_curriculum.launchers import Handle, LaunchError, LaunchSpec, RunOutcome, TrainerRecord
+from cosmic_curriculum.system import fsio
 from cosmic_curriculum.system import processes as runner
 from cosmic_curriculum.system.clock import utc_now
+from cosmic_curriculum.system.processes import start_problem
 from cosmic_curriculum.workspace.state import Attempt
 from cosmic_curriculum.workspace.trainer_log import launch_header
 
@@ -90,6 +94,42 @@ def artefacts_fresh(run: Run, experiment: str, started_at: str) -> bool:
     return min(final.stat().st_mtime, bot.stat().st_mtime) >= started - 1
 
 
+def start_training(
+    run: Run,
+    experiment: str,
+    argv: list[str],
+    launch_id: str,
+    *,
+    failed: Callable[[str], None],
+    started: Callable[[TrainerRecord], None],
+) -> Handle | None:
+    """Start a training whose launch is saved already, its output appended to
+    ``experiment``'s log: ``failed(problem)`` records a start that failed (then None),
+    ``started(record)`` the group that runs it."""
+    spec = logged_spec(
+        run, experiment, argv, tag=run.paths.attempt_tag(experiment), launch_id=launch_id
+    )
+    try:
+        handle = run.launcher.start(spec)
+    except LaunchError as exc:
+        failed(f"training command could not be submitted: {exc}")
+        return None
+    except OSError as exc:
+        if exc.filename not in (argv[0], None):
+            raise  # the log file, not the program: the run's disk/permission error
+        why = start_problem(Path(argv[0])) or exc.strerror or str(exc)
+        failed(f"training command {argv[0]} could not start: it {why}")
+        return None
+    try:
+        # Until the wait loop owns it, any exception (a signal included) must stop the work.
+        fsio.fault_point("launched")
+        started(handle.record())
+    except BaseException:
+        run.launcher.stop(handle, run.opts.grace_seconds)
+        raise
+    return handle
+
+
 def adopt_orphans_result(
     run: Run, experiment: str, started_at: str | None, *, launched: bool
 ) -> bool:
@@ -120,7 +160,7 @@ def check_experiment_artefacts(run: Run, experiment: str) -> None:
         raise TrainerError(f"wrote an invalid bot: {exc}") from None
 
 
-def attempt_error(run: Run, log_path: Path) -> None:
+def attempt_error(run: Run, log_path: Path) -> NoReturn:
     """Save the attempt's error, commit its log, and stop the run with a one-line error."""
     from cosmic_curriculum.curriculum.persist import commit
     from cosmic_curriculum.reports.markdown import refresh

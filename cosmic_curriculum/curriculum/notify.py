@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from cosmic_curriculum.core import transitions as t
 from cosmic_curriculum.core.next_action import describe, next_action
+from cosmic_curriculum.core.rules import decision_news
 from cosmic_curriculum.system import processes as runner
 from cosmic_curriculum.system.clock import utc_now
 from cosmic_curriculum.workspace import history
@@ -65,12 +66,7 @@ def notify(run: Run, event: str, detail: str | None = None) -> None:
 def queue_decision(run: Run) -> str | None:
     """Queue (not saved: the caller's next save carries it) the news of the decision just
     taken: ``blocked`` or ``done`` when the curriculum stops, else ``passed``/``failed``."""
-    state = run.state
-    event: str
-    if state.status in ("blocked", "done"):
-        event = state.status
-    else:
-        event = "passed" if state.log[-1].decision == "pass" else "failed"
+    event = decision_news(run.state)
     if not wanted(run, event):
         return None
     note = notification(run, event)

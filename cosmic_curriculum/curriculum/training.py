@@ -9,21 +9,17 @@ attempt with ``candidates = K > 1`` (:mod:`~cosmic_curriculum.curriculum.candida
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from cosmic_curriculum.core import transitions as t
 from cosmic_curriculum.curriculum.context import Run
 from cosmic_curriculum.curriculum.launch import (
     adopt_orphans_result,
     attempt_error,
-    logged_spec,
     outcome_problem,
+    start_training,
     training_argv,
 )
-from cosmic_curriculum.launchers import Handle, LaunchError, watch
-from cosmic_curriculum.system import fsio
+from cosmic_curriculum.launchers import Handle, TrainerRecord, watch
 from cosmic_curriculum.system.clock import utc_now
-from cosmic_curriculum.system.processes import start_problem
 from cosmic_curriculum.workspace.state import Attempt
 
 
@@ -66,32 +62,17 @@ def _launch(run: Run, flight: Attempt) -> Handle:
     resume = run.rel(step) if step is not None else flight.resume_from
     argv = training_argv(run, flight, resume)
     run.record(t.TrainingLaunched(resume=resume, now=utc_now()), pause="launch")
-    spec = logged_spec(
-        run,
-        flight.experiment,
-        argv,
-        tag=run.paths.attempt_tag(flight.experiment),
-        launch_id=run.paths.launch_id(flight.experiment, run.flight.started_at),
-    )
-    log_path = spec.log_path
-    try:
-        handle = run.launcher.start(spec)
-    except LaunchError as exc:
-        run.apply(t.TrainingFailed(f"training command could not be submitted: {exc}"))
+    log_path = run.paths.log(flight.experiment)
+
+    def failed(problem: str) -> None:
+        run.apply(t.TrainingFailed(problem))
         attempt_error(run, log_path)
-    except OSError as exc:
-        if exc.filename not in (argv[0], None):
-            raise  # the log file, not the program: the run's disk/permission error
-        why = start_problem(Path(argv[0])) or exc.strerror or str(exc)
-        run.apply(t.TrainingFailed(f"training command {argv[0]} could not start: it {why}"))
-        attempt_error(run, log_path)
-    try:
-        # Until watch() owns it, any exception (a signal included) must stop the work.
-        fsio.fault_point("launched")
-        record = handle.record()
+
+    def started(record: TrainerRecord) -> None:
         run.record(t.TrainerStarted(record.pgid, record.pid, record.start_time), "training")
         run.reporter.attempt_started(run.flight, argv, log_path)
-    except BaseException:
-        run.launcher.stop(handle, run.opts.grace_seconds)
-        raise
+
+    launch_id = run.paths.launch_id(flight.experiment, run.flight.started_at)
+    handle = start_training(run, flight.experiment, argv, launch_id, failed=failed, started=started)
+    assert handle is not None  # a failed start is the attempt's error: failed() raised
     return handle

@@ -14,6 +14,7 @@ from cosmic_curriculum.core.decisions import gate_verdict, record_score
 from cosmic_curriculum.core.next_action import describe, next_action
 from cosmic_curriculum.core.rules import (
     adopts_appended_record,
+    decision_news,
     evaluation_seed,
     fresh_seed,
     override_ruling,
@@ -205,6 +206,20 @@ def test_gate_verdict(rec: dict[str, Any], verdict: Any) -> None:
 )
 def test_record_score(counts: dict[str, int], score: float) -> None:
     assert record_score(counts) == pytest.approx(score)
+
+
+@pytest.mark.parametrize(
+    ("status", "decision", "news"),
+    [
+        ("in_progress", "pass", "passed"),
+        ("in_progress", "fail", "failed"),
+        ("blocked", "fail", "blocked"),
+        ("done", "pass", "done"),
+    ],
+)
+def test_decision_news(status: str, decision: str, news: str) -> None:
+    entry = LogEntry(stage_index=0, experiment=S1, attempt=0, decision=decision)
+    assert decision_news(CurriculumState(status=status, log=[entry])) == news
 
 
 # --------------------------------------------------------------------------- what next
