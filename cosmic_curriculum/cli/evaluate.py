@@ -15,7 +15,12 @@ from cosmic_curriculum.cli.app import (
     guarded,
     workspace_lock,
 )
-from cosmic_curriculum.defaults import BOT_TIMEOUT_SECONDS
+from cosmic_curriculum.defaults import (
+    BOT_TIMEOUT_SECONDS,
+    EVAL_EPISODES,
+    SPRT_BATCH_PAIRS,
+    SPRT_MAX_EPISODES,
+)
 
 LOCK_WAIT_HELP = (
     "Seconds to wait for another process holding the workspace (a `run`, another "
@@ -49,8 +54,8 @@ def evaluate_command(
         typer.Option(
             "--episodes",
             "-n",
-            help="Episodes (even: seat-swapped pairs). Default 100; with --gate sprt the cap "
-            "(default 400).",
+            help=f"Episodes (even: seat-swapped pairs). Default {EVAL_EPISODES}; with --gate "
+            f"sprt the cap (default {SPRT_MAX_EPISODES}).",
         ),
     ] = None,
     seed: Annotated[int, typer.Option(help="Seed; the same seed gives the same record.")] = 0,
@@ -62,7 +67,10 @@ def evaluate_command(
         typer.Option("--gate", help="Also judge the result: margin (fixed episodes) or sprt."),
     ] = None,
     batch_pairs: Annotated[
-        int | None, typer.Option(help="Pairs per vectorised batch under --gate sprt (default 5).")
+        int | None,
+        typer.Option(
+            help=f"Pairs per vectorised batch under --gate sprt (default {SPRT_BATCH_PAIRS})."
+        ),
     ] = None,
     lock_wait: Annotated[float, typer.Option(min=0, help=LOCK_WAIT_HELP)] = LOCK_WAIT_SECONDS,
     bot_timeout: BotTimeout = BOT_TIMEOUT_SECONDS,

@@ -57,7 +57,18 @@ from pydantic import (
     field_validator,
 )
 
-from cosmic_curriculum.defaults import BOT_TIMEOUT_SECONDS
+from cosmic_curriculum.defaults import (
+    BOT_TIMEOUT_SECONDS,
+    EVAL_EPISODES,
+    GATE_RULE,
+    REGRESSION_MARGIN,
+    SPRT_ALPHA,
+    SPRT_BATCH_PAIRS,
+    SPRT_BETA,
+    SPRT_CHECK,
+    SPRT_GAP,
+    SPRT_MAX_EPISODES,
+)
 
 STAGE_NAME_RE = re.compile(r"^[a-z0-9_-]+$")
 
@@ -98,15 +109,15 @@ class GateSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    rule: Literal["margin", "sprt"] = "margin"
-    episodes: int = Field(100, ge=2, description="episodes played by the margin rule")
-    regression_margin: float = Field(0.15, gt=0.0, lt=1.0)
-    gap: float = Field(0.25, gt=0.0, lt=1.0)
-    alpha: float = Field(0.05, gt=0.0, lt=0.5)
-    beta: float = Field(0.05, gt=0.0, lt=0.5)
-    max_episodes: int = Field(400, ge=2)
-    batch_pairs: int = Field(5, ge=1)
-    check: Literal["pair", "batch"] = "pair"
+    rule: Literal["margin", "sprt"] = GATE_RULE
+    episodes: int = Field(EVAL_EPISODES, ge=2, description="episodes played by the margin rule")
+    regression_margin: float = Field(REGRESSION_MARGIN, gt=0.0, lt=1.0)
+    gap: float = Field(SPRT_GAP, gt=0.0, lt=1.0)
+    alpha: float = Field(SPRT_ALPHA, gt=0.0, lt=0.5)
+    beta: float = Field(SPRT_BETA, gt=0.0, lt=0.5)
+    max_episodes: int = Field(SPRT_MAX_EPISODES, ge=2)
+    batch_pairs: int = Field(SPRT_BATCH_PAIRS, ge=1)
+    check: Literal["pair", "batch"] = SPRT_CHECK
 
     @property
     def check_pairs(self) -> int:
@@ -240,8 +251,8 @@ class CurriculumConfig(_Strict):
     """The whole of `stages.toml`."""
 
     max_retries: int = Field(2, ge=0)
-    eval_episodes: int = Field(100, ge=2)
-    regression_margin: float = Field(0.15, gt=0.0, lt=1.0)
+    eval_episodes: int = Field(EVAL_EPISODES, ge=2)
+    regression_margin: float = Field(REGRESSION_MARGIN, gt=0.0, lt=1.0)
     standing_args: list[Arg] = Field(
         default_factory=lambda: ["--reset-std", "0.3", "--ent-coef", "0.001"]
     )
