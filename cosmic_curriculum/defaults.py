@@ -33,6 +33,21 @@ SPRT_BATCH_PAIRS: Final = 5
 # When SPRT looks: after every pair ("pair") or only after whole batches ("batch").
 SPRT_CHECK: Final = "pair"
 
+# --- `gate simulate` (the gate's error rates by Monte Carlo) ---------------------------
+
+# The rules simulated when no --rule is given.
+SIMULATE_RULES: Final = ("margin", "sprt")
+# Monte Carlo trials per (rule, draw rate, true strength) cell.
+SIMULATE_TRIALS: Final = 20_000
+# Draw rates simulated, comma-separated (as the option takes them).
+SIMULATE_DRAW_RATES: Final = "0,0.2,0.4"
+# SPRT's outcome model: "pentanomial" (pair scores) or "trinomial" (single games).
+SIMULATE_MODEL: Final = "pentanomial"
+# True win-rate gap of the "worse" candidate (SPRT_GAP: its pass rate is then alpha).
+SIMULATE_WORSE_GAP: Final = 0.25
+# True win-rate advantage of the "better" candidate.
+SIMULATE_BETTER_GAP: Final = 0.10
+
 # --- bots -------------------------------------------------------------------------------
 
 # An external bot (`exec:` program): seconds it may take for one answer.

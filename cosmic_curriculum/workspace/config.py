@@ -109,15 +109,39 @@ class GateSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    # Each description is also the help text of the `gate simulate` option built from
+    # the field (cli/gate.py), hence the option names in them.
     rule: Literal["margin", "sprt"] = GATE_RULE
-    episodes: int = Field(EVAL_EPISODES, ge=2, description="episodes played by the margin rule")
-    regression_margin: float = Field(REGRESSION_MARGIN, gt=0.0, lt=1.0)
-    gap: float = Field(SPRT_GAP, gt=0.0, lt=1.0)
-    alpha: float = Field(SPRT_ALPHA, gt=0.0, lt=0.5)
-    beta: float = Field(SPRT_BETA, gt=0.0, lt=0.5)
-    max_episodes: int = Field(SPRT_MAX_EPISODES, ge=2)
-    batch_pairs: int = Field(SPRT_BATCH_PAIRS, ge=1)
-    check: Literal["pair", "batch"] = SPRT_CHECK
+    episodes: int = Field(
+        EVAL_EPISODES,
+        ge=2,
+        description="margin: episodes played (even: the evaluator plays pairs).",
+    )
+    regression_margin: float = Field(
+        REGRESSION_MARGIN,
+        gt=0.0,
+        lt=1.0,
+        description="margin: regression_margin (fail iff the reference's win rate exceeds "
+        "the candidate's by at least this).",
+    )
+    gap: float = Field(
+        SPRT_GAP, gt=0.0, lt=1.0, description="SPRT: the regression (win-rate gap) of H0."
+    )
+    alpha: float = Field(
+        SPRT_ALPHA, gt=0.0, lt=0.5, description="SPRT: rate of passing a regression of --gap."
+    )
+    beta: float = Field(
+        SPRT_BETA, gt=0.0, lt=0.5, description="SPRT: rate of failing an equal candidate."
+    )
+    max_episodes: int = Field(
+        SPRT_MAX_EPISODES,
+        ge=2,
+        description="SPRT: episode cap (even: the evaluator plays pairs).",
+    )
+    batch_pairs: int = Field(SPRT_BATCH_PAIRS, ge=1, description="Pairs per batch.")
+    check: Literal["pair", "batch"] = Field(
+        SPRT_CHECK, description="pair or batch (see docs/GATES.md)."
+    )
 
     @property
     def check_pairs(self) -> int:
