@@ -33,6 +33,29 @@ SPRT_BATCH_PAIRS: Final = 5
 # When SPRT looks: after every pair ("pair") or only after whole batches ("batch").
 SPRT_CHECK: Final = "pair"
 
+# --- the game (GameSettings: what a bot file records under `game`) ----------------------
+
+# Physics ticks per decision (action repeat): the game's decision_ticks, the trainer's
+# --speedup and stages.toml's [defaults] speedup; the scripted bots decide at this rate.
+DECISION_TICKS: Final = 16
+# 3-D play: vertical motion, and pitch and roll (the game's and the trainer's default).
+ALLOW_VERTICAL: Final = True
+ALLOW_PITCH_ROLL: Final = True
+# Reward subtracted from the learner at a draw (also the trainer's without --draw-penalty).
+DRAW_PENALTY: Final = 0.0
+# The game's shaping weights: none (goals only). Bots made without the trainer (scripted,
+# baselines) and files older than a field record these, so they stay neutral; training
+# uses TRAINER_ATTACK_GOAL_BIAS and TRAINER_ORB_APPROACH_BIAS instead.
+GAME_ATTACK_GOAL_BIAS: Final = 0.0
+GAME_ORB_APPROACH_BIAS: Final = 0.0
+
+# --- the trainer (`cosmic-curriculum train`; why these values: train/settings.py) -------
+
+# Shaping weights training uses unless a stage's flags set them (they are recorded in the
+# trained bot's file): a dense signal for stages without the flag.
+TRAINER_ATTACK_GOAL_BIAS: Final = 0.5
+TRAINER_ORB_APPROACH_BIAS: Final = 0.5
+
 # --- `gate simulate` (the gate's error rates by Monte Carlo) ---------------------------
 
 # The rules simulated when no --rule is given.

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from cosmic_curriculum.cli.app import OneLineUsageCommand, app, guarded
+from cosmic_curriculum.defaults import DECISION_TICKS
 from cosmic_curriculum.status.show import MIN_WATCH_INTERVAL, WATCH_INTERVAL, show_status
 
 
@@ -26,7 +27,9 @@ def run_command(
     ] = None,
     speedup: Annotated[
         int | None,
-        typer.Option(min=1, help="Physics ticks per decision [default: stages.toml, 16]."),
+        typer.Option(
+            min=1, help=f"Physics ticks per decision [default: stages.toml, {DECISION_TICKS}]."
+        ),
     ] = None,
     seed_checkpoint: Annotated[
         Path | None, typer.Option(help="Checkpoint that stage 1's first attempt resumes from.")

@@ -39,6 +39,13 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from cosmic_curriculum.defaults import (
+    ALLOW_PITCH_ROLL,
+    ALLOW_VERTICAL,
+    DECISION_TICKS,
+    TRAINER_ATTACK_GOAL_BIAS,
+    TRAINER_ORB_APPROACH_BIAS,
+)
 from cosmic_curriculum.errors import ConfigError, describe_validation, option_name
 from cosmic_curriculum.workspace.layout import EXPERIMENT_RE, Layout
 
@@ -68,7 +75,7 @@ class TrainSettings(BaseModel):
         description="Games simulated in parallel in the one vectorized env.",
     )
     speedup: int = Field(
-        16, ge=1, le=600, description="Physics ticks per decision (action repeat)."
+        DECISION_TICKS, ge=1, le=600, description="Physics ticks per decision (action repeat)."
     )
     resume: Path | None = Field(
         None,
@@ -92,16 +99,20 @@ class TrainSettings(BaseModel):
         None, description="Bot JSON to train against (--opponent-mode bot)."
     )
     attack_goal_bias: float = Field(
-        0.5,
+        TRAINER_ATTACK_GOAL_BIAS,
         ge=0.0,
         description="Shaping weight on orb progress toward the opponent goal (0 = goals only).",
     )
     orb_approach_bias: float = Field(
-        0.5, ge=0.0, description="Shaping weight on closing the distance to the orb (0 = none)."
+        TRAINER_ORB_APPROACH_BIAS,
+        ge=0.0,
+        description="Shaping weight on closing the distance to the orb (0 = none).",
     )
-    allow_vertical: bool = Field(True, description="Allow vertical motion (off: planar games).")
+    allow_vertical: bool = Field(
+        ALLOW_VERTICAL, description="Allow vertical motion (off: planar games)."
+    )
     allow_pitch_roll: bool = Field(
-        True, description="Allow pitch and roll (off: ships stay level)."
+        ALLOW_PITCH_ROLL, description="Allow pitch and roll (off: ships stay level)."
     )
     draw_penalty: float | None = Field(
         None, ge=0.0, description="Reward subtracted on a draw (timeout); default: the game's."

@@ -59,6 +59,7 @@ from pydantic import (
 
 from cosmic_curriculum.defaults import (
     BOT_TIMEOUT_SECONDS,
+    DECISION_TICKS,
     EVAL_EPISODES,
     GATE_RULE,
     REGRESSION_MARGIN,
@@ -205,7 +206,7 @@ class Defaults(_Strict):
 
     timesteps: int = Field(20_000_000, gt=0)
     n_parallel: int = Field(14, gt=0)
-    speedup: int = Field(16, gt=0)
+    speedup: int = Field(DECISION_TICKS, gt=0)
 
 
 class StageConfig(_Strict):
