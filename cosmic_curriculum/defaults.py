@@ -51,6 +51,10 @@ GAME_ORB_APPROACH_BIAS: Final = 0.0
 
 # --- the trainer (`cosmic-curriculum train`; why these values: train/settings.py) -------
 
+# Games the trainer plays side by side in its one vectorized env: `train --n-parallel`
+# and stages.toml's [defaults] n_parallel, which `run` passes on as --n-parallel.
+N_PARALLEL: Final = 256
+
 # Shaping weights training uses unless a stage's flags set them (they are recorded in the
 # trained bot's file): a dense signal for stages without the flag.
 TRAINER_ATTACK_GOAL_BIAS: Final = 0.5

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from cosmic_curriculum.cli.app import OneLineUsageCommand, app, guarded
-from cosmic_curriculum.defaults import DECISION_TICKS
+from cosmic_curriculum.defaults import DECISION_TICKS, N_PARALLEL
 from cosmic_curriculum.status.show import MIN_WATCH_INTERVAL, WATCH_INTERVAL, show_status
 
 
@@ -23,7 +23,9 @@ def run_command(
     ] = None,
     n_parallel: Annotated[
         int | None,
-        typer.Option(min=1, help="Parallel games for the trainer [default: stages.toml, 14]."),
+        typer.Option(
+            min=1, help=f"Parallel games for the trainer [default: stages.toml, {N_PARALLEL}]."
+        ),
     ] = None,
     speedup: Annotated[
         int | None,

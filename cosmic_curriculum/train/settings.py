@@ -43,6 +43,7 @@ from cosmic_curriculum.defaults import (
     ALLOW_PITCH_ROLL,
     ALLOW_VERTICAL,
     DECISION_TICKS,
+    N_PARALLEL,
     TRAINER_ATTACK_GOAL_BIAS,
     TRAINER_ORB_APPROACH_BIAS,
 )
@@ -69,7 +70,7 @@ class TrainSettings(BaseModel):
         1_000_000, ge=1, description="Timesteps to train (a continuation trains only the rest)."
     )
     n_parallel: int = Field(
-        256,
+        N_PARALLEL,
         ge=1,
         le=1_000_000,
         description="Games simulated in parallel in the one vectorized env.",

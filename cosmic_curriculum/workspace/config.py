@@ -62,6 +62,7 @@ from cosmic_curriculum.defaults import (
     DECISION_TICKS,
     EVAL_EPISODES,
     GATE_RULE,
+    N_PARALLEL,
     REGRESSION_MARGIN,
     SPRT_ALPHA,
     SPRT_BATCH_PAIRS,
@@ -205,7 +206,7 @@ class Defaults(_Strict):
     """Budgets for every stage; the `run` options override them."""
 
     timesteps: int = Field(20_000_000, gt=0)
-    n_parallel: int = Field(14, gt=0)
+    n_parallel: int = Field(N_PARALLEL, gt=0)
     speedup: int = Field(DECISION_TICKS, gt=0)
 
 
