@@ -75,6 +75,20 @@ SIMULATE_WORSE_GAP: Final = 0.25
 # True win-rate advantage of the "better" candidate.
 SIMULATE_BETTER_GAP: Final = 0.10
 
+# --- waits and timeouts -----------------------------------------------------------------
+
+# Any one git command (COSMIC_CURRICULUM_GIT_TIMEOUT overrides it).
+GIT_TIMEOUT_SECONDS: Final = 60.0
+# A push after a commit (the curriculum's and the trainer's publish --push-timeout): a
+# stuck remote must not hold up a run for the full git timeout.
+PUSH_TIMEOUT_SECONDS: Final = 30.0
+# A notify_command, before its process group is killed.
+NOTIFY_TIMEOUT_SECONDS: Final = 30.0
+# How long `evaluate` and `ladder` wait for another holder of the workspace (--lock-wait).
+LOCK_WAIT_SECONDS: Final = 30.0
+# `status --watch`: seconds between redraws (--interval).
+WATCH_INTERVAL_SECONDS: Final = 2.0
+
 # --- bots -------------------------------------------------------------------------------
 
 # An external bot (`exec:` program): seconds it may take for one answer.

@@ -9,8 +9,8 @@ from typing import Annotated
 import typer
 
 from cosmic_curriculum.cli.app import OneLineUsageCommand, app, guarded
-from cosmic_curriculum.defaults import DECISION_TICKS, N_PARALLEL
-from cosmic_curriculum.status.show import MIN_WATCH_INTERVAL, WATCH_INTERVAL, show_status
+from cosmic_curriculum.defaults import DECISION_TICKS, N_PARALLEL, WATCH_INTERVAL_SECONDS
+from cosmic_curriculum.status.show import MIN_WATCH_INTERVAL, show_status
 
 
 @app.command("run", cls=OneLineUsageCommand)
@@ -137,7 +137,7 @@ def status_command(
     interval: Annotated[
         float,
         typer.Option(min=MIN_WATCH_INTERVAL, metavar="SECONDS", help="Seconds between redraws."),
-    ] = WATCH_INTERVAL,
+    ] = WATCH_INTERVAL_SECONDS,
     count: Annotated[int | None, typer.Option(min=1, hidden=True)] = None,  # tests: N frames
 ) -> None:
     """Show stages, attempts, evaluations, decisions, the live run and what to run next.

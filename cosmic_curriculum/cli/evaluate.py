@@ -8,16 +8,11 @@ from typing import Annotated
 
 import typer
 
-from cosmic_curriculum.cli.app import (
-    LOCK_WAIT_SECONDS,
-    app,
-    enclosing_workspace,
-    guarded,
-    workspace_lock,
-)
+from cosmic_curriculum.cli.app import app, enclosing_workspace, guarded, workspace_lock
 from cosmic_curriculum.defaults import (
     BOT_TIMEOUT_SECONDS,
     EVAL_EPISODES,
+    LOCK_WAIT_SECONDS,
     SPRT_BATCH_PAIRS,
     SPRT_MAX_EPISODES,
 )

@@ -63,6 +63,7 @@ from cosmic_curriculum.defaults import (
     EVAL_EPISODES,
     GATE_RULE,
     N_PARALLEL,
+    NOTIFY_TIMEOUT_SECONDS,
     REGRESSION_MARGIN,
     SPRT_ALPHA,
     SPRT_BATCH_PAIRS,
@@ -289,7 +290,7 @@ class CurriculumConfig(_Strict):
     evaluation_command: list[Arg] | None = Field(None, min_length=1)
     notify_command: list[Arg] | None = Field(None, min_length=1)
     notify_on: list[NotifyEvent] = Field(default_factory=lambda: list(DEFAULT_NOTIFY_ON))
-    notify_timeout: float = Field(30.0, gt=0)
+    notify_timeout: float = Field(NOTIFY_TIMEOUT_SECONDS, gt=0)
     candidates: int = Field(DEFAULT_CANDIDATES, ge=1, le=MAX_CANDIDATES)
     defaults: Defaults = Field(default_factory=Defaults)
     gate: dict[str, Any] = Field(default_factory=dict)
