@@ -9,7 +9,37 @@ it (`status` among them, which must start fast).
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Final, Literal
+
+# --- the curriculum (stages.toml's top level and [defaults]) ---------------------------
+
+# Failed retries after a stage's first failed attempt before the stage blocks for review.
+MAX_RETRIES: Final = 2
+# Trainer arguments of every attempt, before the stage's own flags.
+STANDING_ARGS: Final = ("--reset-std", "0.3", "--ent-coef", "0.001")
+# Stage 1's reference bot (later stages play the previous stage's bot).
+REFERENCE_BOT: Final = "bots/rookie.json"
+# The program that trains one attempt (a workspace-relative argv).
+TRAINING_COMMAND: Final = ("scripts/run_training.sh",)
+# Events told to a notify_command: all but the per-attempt passed/failed, which a
+# multi-day run would repeat many times.
+NOTIFY_ON: Final[tuple[Literal["blocked", "done", "attempt_error", "interrupted"], ...]] = (
+    "blocked",
+    "done",
+    "attempt_error",
+    "interrupted",
+)
+# Trainings per attempt (`candidates = K`; 1: one training, as without the key).
+CANDIDATES: Final = 1
+# Timesteps of each attempt ([defaults] timesteps, `run --timesteps`). The trainer's own
+# default (TRAIN_TIMESTEPS) is for `train` alone: `run` always passes --timesteps.
+STAGE_TIMESTEPS: Final = 20_000_000
+# Where trainings run ([launcher] kind) and what each asks a Ray cluster for.
+LAUNCHER_KIND: Final = "local"
+RAY_NUM_GPUS: Final = 0.0
+RAY_NUM_CPUS: Final = 1.0
+# The preset `init` copies.
+PRESET: Final = "default"
 
 # --- the regression gate (stages.toml's eval_episodes, regression_margin, [gate]) ------
 
@@ -54,6 +84,8 @@ GAME_ORB_APPROACH_BIAS: Final = 0.0
 # Games the trainer plays side by side in its one vectorized env: `train --n-parallel`
 # and stages.toml's [defaults] n_parallel, which `run` passes on as --n-parallel.
 N_PARALLEL: Final = 256
+# Timesteps `train` trains without --timesteps (a quick run; stages use STAGE_TIMESTEPS).
+TRAIN_TIMESTEPS: Final = 1_000_000
 
 # Shaping weights training uses unless a stage's flags set them (they are recorded in the
 # trained bot's file): a dense signal for stages without the flag.
@@ -88,6 +120,11 @@ NOTIFY_TIMEOUT_SECONDS: Final = 30.0
 LOCK_WAIT_SECONDS: Final = 30.0
 # `status --watch`: seconds between redraws (--interval).
 WATCH_INTERVAL_SECONDS: Final = 2.0
+
+# --- evaluation -------------------------------------------------------------------------
+
+# Seat-swapped pairs per match of the `ladder` round robin.
+LADDER_PAIRS: Final = 20
 
 # --- bots -------------------------------------------------------------------------------
 

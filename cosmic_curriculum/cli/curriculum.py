@@ -9,7 +9,13 @@ from typing import Annotated
 import typer
 
 from cosmic_curriculum.cli.app import OneLineUsageCommand, app, guarded
-from cosmic_curriculum.defaults import DECISION_TICKS, N_PARALLEL, WATCH_INTERVAL_SECONDS
+from cosmic_curriculum.defaults import (
+    DECISION_TICKS,
+    N_PARALLEL,
+    PRESET,
+    STAGE_TIMESTEPS,
+    WATCH_INTERVAL_SECONDS,
+)
 from cosmic_curriculum.status.show import MIN_WATCH_INTERVAL, show_status
 
 
@@ -18,7 +24,8 @@ def run_command(
     timesteps: Annotated[
         int | None,
         typer.Option(
-            min=1, help="Timesteps per attempt [default: stages.toml [defaults], 20,000,000]."
+            min=1,
+            help=f"Timesteps per attempt [default: stages.toml [defaults], {STAGE_TIMESTEPS:,}].",
         ),
     ] = None,
     n_parallel: Annotated[
@@ -169,7 +176,7 @@ def attach_command(
 @app.command("init", cls=OneLineUsageCommand)
 def init_command(
     workspace: Annotated[Path, typer.Argument(help="Directory to create (empty or new).")],
-    preset: Annotated[str, typer.Option(help="Curriculum preset: default or quick.")] = "default",
+    preset: Annotated[str, typer.Option(help="Curriculum preset: default or quick.")] = PRESET,
 ) -> None:
     """Create a fresh workspace: stages.toml, rookie and veteran bots, training script,
     state, git."""

@@ -12,6 +12,7 @@ from cosmic_curriculum.cli.app import app, enclosing_workspace, guarded, workspa
 from cosmic_curriculum.defaults import (
     BOT_TIMEOUT_SECONDS,
     EVAL_EPISODES,
+    LADDER_PAIRS,
     LOCK_WAIT_SECONDS,
     SPRT_BATCH_PAIRS,
     SPRT_MAX_EPISODES,
@@ -148,7 +149,7 @@ def replay_command(
 @app.command("ladder")
 def ladder_command(
     bots_dir: Annotated[Path, typer.Option(help="Directory of bot JSON files.")] = Path("bots"),
-    pairs: Annotated[int, typer.Option(help="Seat-swapped pairs per match.")] = 20,
+    pairs: Annotated[int, typer.Option(help="Seat-swapped pairs per match.")] = LADDER_PAIRS,
     out_dir: Annotated[Path, typer.Option(help="Where ladder.json/.md/.png go.")] = Path("logs"),
     seed: Annotated[int, typer.Option(help="Seed; the same seed gives the same ladder.")] = 0,
     game_from: Annotated[

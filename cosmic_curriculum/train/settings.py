@@ -44,6 +44,7 @@ from cosmic_curriculum.defaults import (
     ALLOW_VERTICAL,
     DECISION_TICKS,
     N_PARALLEL,
+    TRAIN_TIMESTEPS,
     TRAINER_ATTACK_GOAL_BIAS,
     TRAINER_ORB_APPROACH_BIAS,
 )
@@ -67,7 +68,9 @@ class TrainSettings(BaseModel):
         Path("."), description="Workspace directory (default: the current one)."
     )
     timesteps: int = Field(
-        1_000_000, ge=1, description="Timesteps to train (a continuation trains only the rest)."
+        TRAIN_TIMESTEPS,
+        ge=1,
+        description="Timesteps to train (a continuation trains only the rest).",
     )
     n_parallel: int = Field(
         N_PARALLEL,

@@ -59,11 +59,18 @@ from pydantic import (
 
 from cosmic_curriculum.defaults import (
     BOT_TIMEOUT_SECONDS,
+    CANDIDATES,
     DECISION_TICKS,
     EVAL_EPISODES,
     GATE_RULE,
+    LAUNCHER_KIND,
+    MAX_RETRIES,
     N_PARALLEL,
+    NOTIFY_ON,
     NOTIFY_TIMEOUT_SECONDS,
+    RAY_NUM_CPUS,
+    RAY_NUM_GPUS,
+    REFERENCE_BOT,
     REGRESSION_MARGIN,
     SPRT_ALPHA,
     SPRT_BATCH_PAIRS,
@@ -71,6 +78,9 @@ from cosmic_curriculum.defaults import (
     SPRT_CHECK,
     SPRT_GAP,
     SPRT_MAX_EPISODES,
+    STAGE_TIMESTEPS,
+    STANDING_ARGS,
+    TRAINING_COMMAND,
 )
 
 STAGE_NAME_RE = re.compile(r"^[a-z0-9_-]+$")
@@ -87,10 +97,8 @@ def _no_nul(value: str) -> str:
 # A string that becomes a command-line argument or a path.
 Arg = Annotated[str, AfterValidator(_no_nul)]
 
-# What a notifier can be told; `notify_on` picks among them (default: all but the
-# per-attempt passed/failed, which a multi-day run would repeat many times).
+# What a notifier can be told; `notify_on` picks among them (default: NOTIFY_ON).
 NotifyEvent = Literal["blocked", "done", "attempt_error", "interrupted", "passed", "failed"]
-DEFAULT_NOTIFY_ON: tuple[NotifyEvent, ...] = ("blocked", "done", "attempt_error", "interrupted")
 
 
 class GateSettings(BaseModel):
@@ -156,10 +164,8 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
-# Parallel candidates of one attempt (`candidates = K`, docs/SCALING.md): K = 1 is one
-# training per attempt, exactly as without the key. A bound keeps a typo (1000) from
-# submitting a thousand trainings.
-DEFAULT_CANDIDATES = 1
+# Parallel candidates of one attempt (`candidates = K`, docs/SCALING.md; default
+# CANDIDATES). A bound keeps a typo (1000) from submitting a thousand trainings.
 MAX_CANDIDATES = 64
 
 
@@ -206,7 +212,7 @@ ReferenceBot = Annotated[
 class Defaults(_Strict):
     """Budgets for every stage; the `run` options override them."""
 
-    timesteps: int = Field(20_000_000, gt=0)
+    timesteps: int = Field(STAGE_TIMESTEPS, gt=0)
     n_parallel: int = Field(N_PARALLEL, gt=0)
     speedup: int = Field(DECISION_TICKS, gt=0)
 
@@ -248,10 +254,10 @@ class LauncherConfig(_Strict):
     training asks the cluster for; ``env`` adds environment variables to it.
     """
 
-    kind: Literal["local", "ray"] = "local"
+    kind: Literal["local", "ray"] = LAUNCHER_KIND
     address: Arg | None = None
-    num_gpus: float = Field(0.0, ge=0.0)
-    num_cpus: float = Field(1.0, ge=0.0)
+    num_gpus: float = Field(RAY_NUM_GPUS, ge=0.0)
+    num_cpus: float = Field(RAY_NUM_CPUS, ge=0.0)
     memory: int | None = Field(None, gt=0)
     env: dict[str, Arg] = Field(default_factory=dict)
     max_parallel: int | None = Field(None, ge=1)
@@ -277,21 +283,19 @@ class LauncherConfig(_Strict):
 class CurriculumConfig(_Strict):
     """The whole of `stages.toml`."""
 
-    max_retries: int = Field(2, ge=0)
+    max_retries: int = Field(MAX_RETRIES, ge=0)
     eval_episodes: int = Field(EVAL_EPISODES, ge=2)
     regression_margin: float = Field(REGRESSION_MARGIN, gt=0.0, lt=1.0)
-    standing_args: list[Arg] = Field(
-        default_factory=lambda: ["--reset-std", "0.3", "--ent-coef", "0.001"]
-    )
-    reference_bot: ReferenceBot = "bots/rookie.json"
+    standing_args: list[Arg] = Field(default_factory=lambda: list(STANDING_ARGS))
+    reference_bot: ReferenceBot = REFERENCE_BOT
     training_command: list[Arg] = Field(
-        default_factory=lambda: ["scripts/run_training.sh"], min_length=1
+        default_factory=lambda: list(TRAINING_COMMAND), min_length=1
     )
     evaluation_command: list[Arg] | None = Field(None, min_length=1)
     notify_command: list[Arg] | None = Field(None, min_length=1)
-    notify_on: list[NotifyEvent] = Field(default_factory=lambda: list(DEFAULT_NOTIFY_ON))
+    notify_on: list[NotifyEvent] = Field(default_factory=lambda: list[NotifyEvent](NOTIFY_ON))
     notify_timeout: float = Field(NOTIFY_TIMEOUT_SECONDS, gt=0)
-    candidates: int = Field(DEFAULT_CANDIDATES, ge=1, le=MAX_CANDIDATES)
+    candidates: int = Field(CANDIDATES, ge=1, le=MAX_CANDIDATES)
     defaults: Defaults = Field(default_factory=Defaults)
     gate: dict[str, Any] = Field(default_factory=dict)
     stages: list[StageConfig] = Field(min_length=1)
