@@ -91,6 +91,30 @@ TRAIN_TIMESTEPS: Final = 1_000_000
 # trained bot's file): a dense signal for stages without the flag.
 TRAINER_ATTACK_GOAL_BIAS: Final = 0.5
 TRAINER_ORB_APPROACH_BIAS: Final = 0.5
+# Whom the learner plays (--opponent-mode).
+TRAINER_OPPONENT_MODE: Final = "self_play"
+# torch's device ("auto": CUDA when available) and CPU threads (1: robust on shared cores).
+TRAINER_DEVICE: Final = "auto"
+TORCH_THREADS: Final = 1
+# PPO: entropy bonus, learning rate, env steps per update (over all games), minibatch
+# size, epochs per update, discount per decision, action std of a fresh policy.
+ENT_COEF: Final = 0.0
+LEARNING_RATE: Final = 5e-4
+ROLLOUT_SIZE: Final = 8192
+BATCH_SIZE: Final = 2048
+N_EPOCHS: Final = 8
+GAMMA: Final = 0.99
+INIT_STD: Final = 0.5
+# Timesteps between periodic step_<n>.zip checkpoints, and how many of them are kept.
+CHECKPOINT_EVERY_TIMESTEPS: Final = 250_000
+KEEP_CHECKPOINTS: Final = 3
+# Self-play: timesteps between snapshots, snapshots kept as opponents, timesteps between
+# opponent swaps, chance a swap picks the latest snapshot, share of swaps to the rookie.
+SELFPLAY_SNAPSHOT_EVERY_TIMESTEPS: Final = 50_000
+SELFPLAY_WINDOW: Final = 10
+SELFPLAY_SWAP_EVERY_TIMESTEPS: Final = 10_000
+SELFPLAY_PLAY_LATEST: Final = 0.5
+SELFPLAY_ROOKIE_SHARE: Final = 0.5
 
 # --- `gate simulate` (the gate's error rates by Monte Carlo) ---------------------------
 
