@@ -38,6 +38,8 @@ STAGE_TIMESTEPS: Final = 20_000_000
 LAUNCHER_KIND: Final = "local"
 RAY_NUM_GPUS: Final = 0.0
 RAY_NUM_CPUS: Final = 1.0
+# [launcher] address without one and without RAY_ADDRESS: `ray start --head` here.
+RAY_DASHBOARD_ADDRESS: Final = "http://127.0.0.1:8265"
 # The preset `init` copies.
 PRESET: Final = "default"
 
@@ -149,6 +151,10 @@ WATCH_INTERVAL_SECONDS: Final = 2.0
 
 # Seat-swapped pairs per match of the `ladder` round robin.
 LADDER_PAIRS: Final = 20
+# Frames of a `replay` GIF at most (a longer game is sampled evenly).
+REPLAY_GIF_FRAMES: Final = 60
+# What `history export` writes without --format.
+HISTORY_EXPORT_FORMAT: Final = "csv"
 
 # --- bots -------------------------------------------------------------------------------
 

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from cosmic_curriculum.bots.external import stops_bots
-from cosmic_curriculum.defaults import EVAL_EPISODES
+from cosmic_curriculum.defaults import EVAL_EPISODES, REPLAY_GIF_FRAMES
 from cosmic_curriculum.errors import EvaluationError
 from cosmic_curriculum.evaluation import stats
 from cosmic_curriculum.evaluation.gate import GateDecision, GateSettings, decide
@@ -283,7 +283,7 @@ def render_replay(
     *,
     seed: int = 0,
     game: GameSettings | None = None,
-    max_gif_frames: int = 60,
+    max_gif_frames: int = REPLAY_GIF_FRAMES,
 ) -> dict[str, Any]:
     """Play one game (candidate as blue, the first game of pair 0 of batch seed
     ``(seed, 0)``) and draw it: top-down (x-y) and side (x-z) views of both ships and the
