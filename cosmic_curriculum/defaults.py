@@ -88,7 +88,6 @@ GAME_ORB_APPROACH_BIAS: Final = 0.0
 N_PARALLEL: Final = 256
 # Timesteps `train` trains without --timesteps (a quick run; stages use STAGE_TIMESTEPS).
 TRAIN_TIMESTEPS: Final = 1_000_000
-
 # Shaping weights training uses unless a stage's flags set them (they are recorded in the
 # trained bot's file): a dense signal for stages without the flag.
 TRAINER_ATTACK_GOAL_BIAS: Final = 0.5
@@ -128,7 +127,7 @@ SIMULATE_TRIALS: Final = 20_000
 SIMULATE_DRAW_RATES: Final = "0,0.2,0.4"
 # SPRT's outcome model: "pentanomial" (pair scores) or "trinomial" (single games).
 SIMULATE_MODEL: Final = "pentanomial"
-# True win-rate gap of the "worse" candidate (SPRT_GAP: its pass rate is then alpha).
+# True win-rate gap of the "worse" candidate (= SPRT_GAP, so its pass rate measures alpha).
 SIMULATE_WORSE_GAP: Final = 0.25
 # True win-rate advantage of the "better" candidate.
 SIMULATE_BETTER_GAP: Final = 0.10
@@ -137,10 +136,9 @@ SIMULATE_BETTER_GAP: Final = 0.10
 
 # Any one git command (COSMIC_CURRICULUM_GIT_TIMEOUT overrides it).
 GIT_TIMEOUT_SECONDS: Final = 60.0
-# A push after a commit (the curriculum's and the trainer's publish --push-timeout): a
-# stuck remote must not hold up a run for the full git timeout.
+# A push after a commit: the curriculum's, and publish's (--push-timeout) after a training.
 PUSH_TIMEOUT_SECONDS: Final = 30.0
-# A notify_command, before its process group is killed.
+# A notify_command may run this long before its process group is killed.
 NOTIFY_TIMEOUT_SECONDS: Final = 30.0
 # How long `evaluate` and `ladder` wait for another holder of the workspace (--lock-wait).
 LOCK_WAIT_SECONDS: Final = 30.0
