@@ -28,7 +28,7 @@ from cosmic_curriculum.workspace.config import GateSettings
 SprtModel = Literal["pentanomial", "trinomial"]
 
 # The options that are GateSettings fields, in --help order: option name -> field name
-# (`--margin` predates the field's longer name and stays).
+# (`--margin` sets regression_margin under the name the option always had).
 GATE_OPTIONS: dict[str, str] = {
     "check": "check",
     "batch_pairs": "batch_pairs",
