@@ -2,9 +2,159 @@
 
 The config models of `stages.toml`, the command-line options and their help text read
 their defaults from here, so a default is changed once and the help always says it.
+
+This module imports nothing from the package and nothing heavy: every layer may import
+it (`status` among them, which must start fast).
 """
 
 from __future__ import annotations
 
+from typing import Final, Literal
+
+# --- the curriculum (stages.toml's top level and [defaults]) ---------------------------
+
+# Failed retries after a stage's first failed attempt before the stage blocks for review.
+MAX_RETRIES: Final = 2
+# Trainer arguments of every attempt, before the stage's own flags.
+STANDING_ARGS: Final = ("--reset-std", "0.3", "--ent-coef", "0.001")
+# Stage 1's reference bot (later stages play the previous stage's bot).
+REFERENCE_BOT: Final = "bots/rookie.json"
+# The program that trains one attempt (a workspace-relative argv).
+TRAINING_COMMAND: Final = ("scripts/run_training.sh",)
+# Events told to a notify_command: all but the per-attempt passed/failed, which a
+# multi-day run would repeat many times.
+NOTIFY_ON: Final[tuple[Literal["blocked", "done", "attempt_error", "interrupted"], ...]] = (
+    "blocked",
+    "done",
+    "attempt_error",
+    "interrupted",
+)
+# Trainings per attempt (`candidates = K`; 1: one training, as without the key).
+CANDIDATES: Final = 1
+# Timesteps of each attempt ([defaults] timesteps, `run --timesteps`). The trainer's own
+# default (TRAIN_TIMESTEPS) is for `train` alone: `run` always passes --timesteps.
+STAGE_TIMESTEPS: Final = 20_000_000
+# Where trainings run ([launcher] kind) and what each asks a Ray cluster for.
+LAUNCHER_KIND: Final = "local"
+RAY_NUM_GPUS: Final = 0.0
+RAY_NUM_CPUS: Final = 1.0
+# [launcher] address without one and without RAY_ADDRESS: `ray start --head` here.
+RAY_DASHBOARD_ADDRESS: Final = "http://127.0.0.1:8265"
+# The preset `init` copies.
+PRESET: Final = "default"
+
+# --- the regression gate (stages.toml's eval_episodes, regression_margin, [gate]) ------
+
+# The gate's rule: the fixed-episode margin test (docs/GATES.md).
+GATE_RULE: Final = "margin"
+# Episodes the margin rule plays (an even number: seat-swapped pairs); also what an
+# ungated `evaluate` plays.
+EVAL_EPISODES: Final = 100
+# The margin rule fails iff the reference's win rate exceeds the candidate's by this.
+REGRESSION_MARGIN: Final = 0.15
+# SPRT: the win-rate gap of the regression it must tell from equal strength.
+SPRT_GAP: Final = 0.25
+# SPRT: rate of passing a regression of SPRT_GAP.
+SPRT_ALPHA: Final = 0.05
+# SPRT: rate of failing an equal candidate.
+SPRT_BETA: Final = 0.05
+# SPRT: episodes played at most before it decides on the sign of the LLR.
+SPRT_MAX_EPISODES: Final = 400
+# Seat-swapped pairs the evaluator plays per vectorised batch.
+SPRT_BATCH_PAIRS: Final = 5
+# When SPRT looks: after every pair ("pair") or only after whole batches ("batch").
+SPRT_CHECK: Final = "pair"
+
+# --- the game (GameSettings: what a bot file records under `game`) ----------------------
+
+# Physics ticks per decision (action repeat): the game's decision_ticks, the trainer's
+# --speedup and stages.toml's [defaults] speedup; the scripted bots decide at this rate.
+DECISION_TICKS: Final = 16
+# 3-D play: vertical motion, and pitch and roll (the game's and the trainer's default).
+ALLOW_VERTICAL: Final = True
+ALLOW_PITCH_ROLL: Final = True
+# Reward subtracted from the learner at a draw (also the trainer's without --draw-penalty).
+DRAW_PENALTY: Final = 0.0
+# The game's shaping weights: none (goals only). Bots made without the trainer (scripted,
+# baselines) and files older than a field record these, so they stay neutral; training
+# uses TRAINER_ATTACK_GOAL_BIAS and TRAINER_ORB_APPROACH_BIAS instead.
+GAME_ATTACK_GOAL_BIAS: Final = 0.0
+GAME_ORB_APPROACH_BIAS: Final = 0.0
+
+# --- the trainer (`cosmic-curriculum train`; why these values: train/settings.py) -------
+
+# Games the trainer plays side by side in its one vectorized env: `train --n-parallel`
+# and stages.toml's [defaults] n_parallel, which `run` passes on as --n-parallel.
+N_PARALLEL: Final = 256
+# Timesteps `train` trains without --timesteps (a quick run; stages use STAGE_TIMESTEPS).
+TRAIN_TIMESTEPS: Final = 1_000_000
+# Shaping weights training uses unless a stage's flags set them (they are recorded in the
+# trained bot's file): a dense signal for stages without the flag.
+TRAINER_ATTACK_GOAL_BIAS: Final = 0.5
+TRAINER_ORB_APPROACH_BIAS: Final = 0.5
+# Whom the learner plays (--opponent-mode).
+TRAINER_OPPONENT_MODE: Final = "self_play"
+# torch's device ("auto": CUDA when available) and CPU threads (1: robust on shared cores).
+TRAINER_DEVICE: Final = "auto"
+TORCH_THREADS: Final = 1
+# PPO: entropy bonus, learning rate, env steps per update (over all games), minibatch
+# size, epochs per update, discount per decision, action std of a fresh policy.
+ENT_COEF: Final = 0.0
+LEARNING_RATE: Final = 5e-4
+ROLLOUT_SIZE: Final = 8192
+BATCH_SIZE: Final = 2048
+N_EPOCHS: Final = 8
+GAMMA: Final = 0.99
+INIT_STD: Final = 0.5
+# Timesteps between periodic step_<n>.zip checkpoints, and how many of them are kept.
+CHECKPOINT_EVERY_TIMESTEPS: Final = 250_000
+KEEP_CHECKPOINTS: Final = 3
+# Self-play: timesteps between snapshots, snapshots kept as opponents, timesteps between
+# opponent swaps, chance a swap picks the latest snapshot, share of swaps to the rookie.
+SELFPLAY_SNAPSHOT_EVERY_TIMESTEPS: Final = 50_000
+SELFPLAY_WINDOW: Final = 10
+SELFPLAY_SWAP_EVERY_TIMESTEPS: Final = 10_000
+SELFPLAY_PLAY_LATEST: Final = 0.5
+SELFPLAY_ROOKIE_SHARE: Final = 0.5
+
+# --- `gate simulate` (the gate's error rates by Monte Carlo) ---------------------------
+
+# The rules simulated when no --rule is given.
+SIMULATE_RULES: Final = ("margin", "sprt")
+# Monte Carlo trials per (rule, draw rate, true strength) cell.
+SIMULATE_TRIALS: Final = 20_000
+# Draw rates simulated, comma-separated (as the option takes them).
+SIMULATE_DRAW_RATES: Final = "0,0.2,0.4"
+# SPRT's outcome model: "pentanomial" (pair scores) or "trinomial" (single games).
+SIMULATE_MODEL: Final = "pentanomial"
+# True win-rate gap of the "worse" candidate (= SPRT_GAP, so its pass rate measures alpha).
+SIMULATE_WORSE_GAP: Final = 0.25
+# True win-rate advantage of the "better" candidate.
+SIMULATE_BETTER_GAP: Final = 0.10
+
+# --- waits and timeouts -----------------------------------------------------------------
+
+# Any one git command (COSMIC_CURRICULUM_GIT_TIMEOUT overrides it).
+GIT_TIMEOUT_SECONDS: Final = 60.0
+# A push after a commit: the curriculum's, and publish's (--push-timeout) after a training.
+PUSH_TIMEOUT_SECONDS: Final = 30.0
+# A notify_command may run this long before its process group is killed.
+NOTIFY_TIMEOUT_SECONDS: Final = 30.0
+# How long `evaluate` and `ladder` wait for another holder of the workspace (--lock-wait).
+LOCK_WAIT_SECONDS: Final = 30.0
+# `status --watch`: seconds between redraws (--interval).
+WATCH_INTERVAL_SECONDS: Final = 2.0
+
+# --- evaluation -------------------------------------------------------------------------
+
+# Seat-swapped pairs per match of the `ladder` round robin.
+LADDER_PAIRS: Final = 20
+# Frames of a `replay` GIF at most (a longer game is sampled evenly).
+REPLAY_GIF_FRAMES: Final = 60
+# What `history export` writes without --format.
+HISTORY_EXPORT_FORMAT: Final = "csv"
+
+# --- bots -------------------------------------------------------------------------------
+
 # An external bot (`exec:` program): seconds it may take for one answer.
-BOT_TIMEOUT_SECONDS = 10.0
+BOT_TIMEOUT_SECONDS: Final = 10.0

@@ -27,10 +27,11 @@ from fakes.workspace import (
 from gitutil import git, init_repo
 
 from cosmic_curriculum.curriculum.reporter import Reporter
+from cosmic_curriculum.defaults import GIT_TIMEOUT_SECONDS
 from cosmic_curriculum.errors import GitError, UncommittedError
 from cosmic_curriculum.train.publish import publish
 from cosmic_curriculum.vcs import repo as vcs
-from cosmic_curriculum.vcs.gitcmd import DEFAULT_TIMEOUT, TIMEOUT_ENV, git_timeout
+from cosmic_curriculum.vcs.gitcmd import TIMEOUT_ENV, git_timeout
 
 EXP = "curric-s1-score"
 
@@ -53,11 +54,11 @@ def hook(repo: Path, name: str, body: str) -> Path:
 
 def test_the_git_timeout_is_one_setting(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(TIMEOUT_ENV, raising=False)
-    assert git_timeout() == DEFAULT_TIMEOUT
+    assert git_timeout() == GIT_TIMEOUT_SECONDS
     monkeypatch.setenv(TIMEOUT_ENV, "2.5")
     assert git_timeout() == 2.5
     monkeypatch.setenv(TIMEOUT_ENV, "soon")
-    assert git_timeout() == DEFAULT_TIMEOUT
+    assert git_timeout() == GIT_TIMEOUT_SECONDS
 
 
 @pytest.mark.timeout(120)

@@ -12,6 +12,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from cosmic_curriculum.arena.rules import ACT_SIZE
+from cosmic_curriculum.defaults import DECISION_TICKS
 
 F32 = NDArray[np.float32]
 
@@ -43,7 +44,7 @@ class InertPolicy:
 
     kind = "inert"
 
-    def __init__(self, decision_ticks: int = 16) -> None:
+    def __init__(self, decision_ticks: int = DECISION_TICKS) -> None:
         self.decision_ticks = check_decision_ticks(decision_ticks)
 
     def act(self, obs: F32, rng: np.random.Generator) -> F32:

@@ -16,6 +16,14 @@ from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from cosmic_curriculum.defaults import (
+    ALLOW_PITCH_ROLL,
+    ALLOW_VERTICAL,
+    DECISION_TICKS,
+    DRAW_PENALTY,
+    GAME_ATTACK_GOAL_BIAS,
+    GAME_ORB_APPROACH_BIAS,
+)
 from cosmic_curriculum.errors import describe_validation
 
 
@@ -34,7 +42,7 @@ class GameSettings(BaseModel):
     # --- time -----------------------------------------------------------------------
     tick: float = Field(1.0 / 60.0, gt=0.0, le=0.1, description="physics step in seconds")
     decision_ticks: int = Field(
-        16, ge=1, le=600, description="physics ticks per agent decision (the --speedup)"
+        DECISION_TICKS, ge=1, le=600, description="physics ticks per agent decision (the --speedup)"
     )
     # 40 s, not 25: at 25 s the 3-D match was a draw in 48% of rookie-vs-rookie games and
     # in 35% of the rookie's games against an inert opponent, so few games were decided
@@ -42,20 +50,24 @@ class GameSettings(BaseModel):
     time_limit: float = Field(40.0, gt=0.0, le=3600.0, description="seconds until a draw")
 
     # --- modes ----------------------------------------------------------------------
-    allow_vertical: bool = Field(True, description="false: everything stays at z = 0")
-    allow_pitch_roll: bool = Field(True, description="false: ships stay level (yaw only)")
+    allow_vertical: bool = Field(ALLOW_VERTICAL, description="false: everything stays at z = 0")
+    allow_pitch_roll: bool = Field(
+        ALLOW_PITCH_ROLL, description="false: ships stay level (yaw only)"
+    )
 
     # --- rewards (learner's view) ---------------------------------------------------
     goal_reward: float = Field(1.0, gt=0.0, le=1000.0, description="+ for scoring, - conceding")
-    draw_penalty: float = Field(0.0, ge=0.0, le=1000.0, description="subtracted on a timeout")
+    draw_penalty: float = Field(
+        DRAW_PENALTY, ge=0.0, le=1000.0, description="subtracted on a timeout"
+    )
     attack_goal_bias: float = Field(
-        0.0,
+        GAME_ATTACK_GOAL_BIAS,
         ge=0.0,
         le=1000.0,
         description="shaping weight on orb displacement toward the opponent goal",
     )
     orb_approach_bias: float = Field(
-        0.0,
+        GAME_ORB_APPROACH_BIAS,
         ge=0.0,
         le=1000.0,
         description="shaping weight on the learner closing its distance to the orb",

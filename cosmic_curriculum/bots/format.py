@@ -34,6 +34,7 @@ from cosmic_curriculum.bots.veteran import (
     VeteranBot,
     VeteranParams,
 )
+from cosmic_curriculum.defaults import DECISION_TICKS
 from cosmic_curriculum.errors import BotError
 from cosmic_curriculum.system import fsio
 
@@ -89,7 +90,7 @@ def mlp_bot_document(
 
 def simple_bot_document(
     kind: Literal["inert", "random"],
-    decision_ticks: int = 16,
+    decision_ticks: int = DECISION_TICKS,
     game: GameSettings | dict[str, Any] | None = None,
     provenance: dict[str, Any] | None = None,
 ) -> dict[str, Any]:

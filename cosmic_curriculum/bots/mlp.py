@@ -12,6 +12,7 @@ from cosmic_curriculum.arena.observations import OBS_SIZE
 from cosmic_curriculum.arena.policy import F32, check_decision_ticks
 from cosmic_curriculum.arena.rules import ACT_SIZE
 from cosmic_curriculum.arena.settings import GameSettings
+from cosmic_curriculum.defaults import DECISION_TICKS
 
 ACTIVATIONS = ("tanh", "relu", "linear")
 OBS_CLIP = 10.0  # VecNormalize's default clip of normalised observations
@@ -39,7 +40,7 @@ class MlpBot:
         layers: Sequence[Layer],
         obs_mean: NDArray[Any] | None = None,
         obs_std: NDArray[Any] | None = None,
-        decision_ticks: int = 16,
+        decision_ticks: int = DECISION_TICKS,
         game: GameSettings | None = None,
     ) -> None:
         if not layers:

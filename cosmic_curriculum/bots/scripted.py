@@ -10,6 +10,7 @@ from cosmic_curriculum.arena.observations import ORB_POS, OWN_FWD, OWN_POS, OWN_
 from cosmic_curriculum.arena.policy import F32, check_decision_ticks
 from cosmic_curriculum.arena.rules import ACT_SIZE, cross, dot, norm
 from cosmic_curriculum.arena.settings import GameSettings
+from cosmic_curriculum.defaults import DECISION_TICKS
 
 
 class ScriptedParams(BaseModel):
@@ -34,7 +35,7 @@ class ScriptedParams(BaseModel):
     level_gain: float = Field(2.0, ge=0.0, le=100.0)
 
 
-ROOKIE_DECISION_TICKS = 16
+ROOKIE_DECISION_TICKS = DECISION_TICKS  # the learner's default rate (the trainer's --speedup)
 ROOKIE_PARAMS = ScriptedParams()
 
 

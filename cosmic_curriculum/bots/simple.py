@@ -8,12 +8,15 @@ from numpy.typing import NDArray
 from cosmic_curriculum.arena.policy import F32, InertPolicy, check_decision_ticks
 from cosmic_curriculum.arena.rules import ACT_SIZE
 from cosmic_curriculum.arena.settings import GameSettings
+from cosmic_curriculum.defaults import DECISION_TICKS
 
 
 class InertBot(InertPolicy):
     """The arena's inert policy as a bot: it also records the ``game`` of its file."""
 
-    def __init__(self, decision_ticks: int = 16, game: GameSettings | None = None) -> None:
+    def __init__(
+        self, decision_ticks: int = DECISION_TICKS, game: GameSettings | None = None
+    ) -> None:
         super().__init__(decision_ticks)
         self.game = game
 
@@ -23,7 +26,9 @@ class RandomBot:
 
     kind = "random"
 
-    def __init__(self, decision_ticks: int = 16, game: GameSettings | None = None) -> None:
+    def __init__(
+        self, decision_ticks: int = DECISION_TICKS, game: GameSettings | None = None
+    ) -> None:
         self.decision_ticks = check_decision_ticks(decision_ticks)
         self.game = game
 

@@ -17,6 +17,7 @@ from cosmic_curriculum.bots.format import (
     veteran_document,
 )
 from cosmic_curriculum.bots.simple import InertBot, RandomBot
+from cosmic_curriculum.defaults import DECISION_TICKS
 from cosmic_curriculum.errors import BotError
 
 # A bot file or an external program.
@@ -34,7 +35,7 @@ def load_bot(path: str | Path) -> Bot:
     return bot_from_document(read_document(path), str(path))
 
 
-def bot_from_spec(spec: str, decision_ticks: int = 16) -> Bot:
+def bot_from_spec(spec: str, decision_ticks: int = DECISION_TICKS) -> Bot:
     """An opponent from a command-line spec: ``inert``, ``random``, ``rookie``,
     ``veteran``, ``bot:<path>`` or ``exec:<command>`` (``decision_ticks`` applies to inert
     and random: the scripted bots keep their own; the caller closes an external bot)."""

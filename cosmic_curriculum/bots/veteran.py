@@ -6,7 +6,7 @@ in time; when the orb's predicted path runs into its own goal and the ship is up
 races to a point between the orb and that goal, passing the orb on its own side; in 3-D it
 matches the orb's height with lift, and pitch and roll hold the nose at ``max_climb`` at
 most and the wings level. It uses full thrust, decides no more often than the learner
-(every 16 physics ticks) and draws no random numbers: the same game gives the same play.
+(at the trainer's default --speedup) and draws no random numbers: the same game gives the same play.
 
 Tuned against the rookie and the seed-0 quick curriculum's stage-3 and stage-4 bots
 (docs/BENCHMARKS.md): flying level and the small ``clearance`` measured strongest there.
@@ -31,6 +31,7 @@ from cosmic_curriculum.arena.observations import (
 from cosmic_curriculum.arena.policy import F32, check_decision_ticks
 from cosmic_curriculum.arena.rules import ACT_SIZE, cross, dot, norm
 from cosmic_curriculum.arena.settings import GameSettings
+from cosmic_curriculum.defaults import DECISION_TICKS
 
 F64 = NDArray[np.float64]
 
@@ -65,9 +66,9 @@ class VeteranParams(BaseModel):
     level_gain: float = Field(2.0, ge=0.0, le=100.0)
 
 
-# The learner decides every 16 ticks by default (the trainer's --speedup); deciding more
-# often would be a reflex no trained bot has.
-VETERAN_DECISION_TICKS = 16
+# The learner's default rate (the trainer's --speedup); deciding more often would be a
+# reflex no trained bot has.
+VETERAN_DECISION_TICKS = DECISION_TICKS
 VETERAN_PARAMS = VeteranParams(strategy="veteran")
 
 

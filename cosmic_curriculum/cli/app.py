@@ -17,6 +17,7 @@ import typer
 from typer._click.exceptions import UsageError
 from typer.core import TyperCommand, TyperGroup
 
+from cosmic_curriculum.defaults import LOCK_WAIT_SECONDS
 from cosmic_curriculum.errors import CurriculumError
 
 
@@ -69,10 +70,6 @@ def guarded(fn: Callable[[], T]) -> T:
     except OSError as exc:
         where = f"{exc.filename}: " if exc.filename else ""
         raise fail(f"{where}{exc.strerror or exc}; fix it and re-run", 1) from None
-
-
-# How long `evaluate` and `ladder` wait for another holder of the workspace.
-LOCK_WAIT_SECONDS = 30.0
 
 
 def _inherited_lock(directory: Path) -> bool:

@@ -9,7 +9,14 @@ from typing import Annotated
 import typer
 
 from cosmic_curriculum.cli.app import OneLineUsageCommand, app, guarded
-from cosmic_curriculum.status.show import MIN_WATCH_INTERVAL, WATCH_INTERVAL, show_status
+from cosmic_curriculum.defaults import (
+    DECISION_TICKS,
+    N_PARALLEL,
+    PRESET,
+    STAGE_TIMESTEPS,
+    WATCH_INTERVAL_SECONDS,
+)
+from cosmic_curriculum.status.show import MIN_WATCH_INTERVAL, show_status
 
 
 @app.command("run", cls=OneLineUsageCommand)
@@ -17,16 +24,21 @@ def run_command(
     timesteps: Annotated[
         int | None,
         typer.Option(
-            min=1, help="Timesteps per attempt [default: stages.toml [defaults], 20,000,000]."
+            min=1,
+            help=f"Timesteps per attempt [default: stages.toml [defaults], {STAGE_TIMESTEPS:,}].",
         ),
     ] = None,
     n_parallel: Annotated[
         int | None,
-        typer.Option(min=1, help="Parallel games for the trainer [default: stages.toml, 14]."),
+        typer.Option(
+            min=1, help=f"Parallel games for the trainer [default: stages.toml, {N_PARALLEL}]."
+        ),
     ] = None,
     speedup: Annotated[
         int | None,
-        typer.Option(min=1, help="Physics ticks per decision [default: stages.toml, 16]."),
+        typer.Option(
+            min=1, help=f"Physics ticks per decision [default: stages.toml, {DECISION_TICKS}]."
+        ),
     ] = None,
     seed_checkpoint: Annotated[
         Path | None, typer.Option(help="Checkpoint that stage 1's first attempt resumes from.")
@@ -132,7 +144,7 @@ def status_command(
     interval: Annotated[
         float,
         typer.Option(min=MIN_WATCH_INTERVAL, metavar="SECONDS", help="Seconds between redraws."),
-    ] = WATCH_INTERVAL,
+    ] = WATCH_INTERVAL_SECONDS,
     count: Annotated[int | None, typer.Option(min=1, hidden=True)] = None,  # tests: N frames
 ) -> None:
     """Show stages, attempts, evaluations, decisions, the live run and what to run next.
@@ -164,7 +176,7 @@ def attach_command(
 @app.command("init", cls=OneLineUsageCommand)
 def init_command(
     workspace: Annotated[Path, typer.Argument(help="Directory to create (empty or new).")],
-    preset: Annotated[str, typer.Option(help="Curriculum preset: default or quick.")] = "default",
+    preset: Annotated[str, typer.Option(help="Curriculum preset: default or quick.")] = PRESET,
 ) -> None:
     """Create a fresh workspace: stages.toml, rookie and veteran bots, training script,
     state, git."""

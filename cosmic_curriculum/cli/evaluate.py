@@ -8,14 +8,15 @@ from typing import Annotated
 
 import typer
 
-from cosmic_curriculum.cli.app import (
+from cosmic_curriculum.cli.app import app, enclosing_workspace, guarded, workspace_lock
+from cosmic_curriculum.defaults import (
+    BOT_TIMEOUT_SECONDS,
+    EVAL_EPISODES,
+    LADDER_PAIRS,
     LOCK_WAIT_SECONDS,
-    app,
-    enclosing_workspace,
-    guarded,
-    workspace_lock,
+    SPRT_BATCH_PAIRS,
+    SPRT_MAX_EPISODES,
 )
-from cosmic_curriculum.defaults import BOT_TIMEOUT_SECONDS
 
 LOCK_WAIT_HELP = (
     "Seconds to wait for another process holding the workspace (a `run`, another "
@@ -49,8 +50,8 @@ def evaluate_command(
         typer.Option(
             "--episodes",
             "-n",
-            help="Episodes (even: seat-swapped pairs). Default 100; with --gate sprt the cap "
-            "(default 400).",
+            help=f"Episodes (even: seat-swapped pairs). Default {EVAL_EPISODES}; with --gate "
+            f"sprt the cap (default {SPRT_MAX_EPISODES}).",
         ),
     ] = None,
     seed: Annotated[int, typer.Option(help="Seed; the same seed gives the same record.")] = 0,
@@ -62,7 +63,10 @@ def evaluate_command(
         typer.Option("--gate", help="Also judge the result: margin (fixed episodes) or sprt."),
     ] = None,
     batch_pairs: Annotated[
-        int | None, typer.Option(help="Pairs per vectorised batch under --gate sprt (default 5).")
+        int | None,
+        typer.Option(
+            help=f"Pairs per vectorised batch under --gate sprt (default {SPRT_BATCH_PAIRS})."
+        ),
     ] = None,
     lock_wait: Annotated[float, typer.Option(min=0, help=LOCK_WAIT_HELP)] = LOCK_WAIT_SECONDS,
     bot_timeout: BotTimeout = BOT_TIMEOUT_SECONDS,
@@ -145,7 +149,7 @@ def replay_command(
 @app.command("ladder")
 def ladder_command(
     bots_dir: Annotated[Path, typer.Option(help="Directory of bot JSON files.")] = Path("bots"),
-    pairs: Annotated[int, typer.Option(help="Seat-swapped pairs per match.")] = 20,
+    pairs: Annotated[int, typer.Option(help="Seat-swapped pairs per match.")] = LADDER_PAIRS,
     out_dir: Annotated[Path, typer.Option(help="Where ladder.json/.md/.png go.")] = Path("logs"),
     seed: Annotated[int, typer.Option(help="Seed; the same seed gives the same ladder.")] = 0,
     game_from: Annotated[

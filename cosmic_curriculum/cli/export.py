@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 
 from cosmic_curriculum.cli.app import app, guarded
+from cosmic_curriculum.defaults import HISTORY_EXPORT_FORMAT
 
 history_app = typer.Typer(
     help="The evaluation history as data: export it for plots and notebooks.",
@@ -40,7 +41,9 @@ def export_onnx_command(
 
 @history_app.command("export")
 def history_export_command(
-    fmt: Annotated[str, typer.Option("--format", help="csv, jsonl or parquet.")] = "csv",
+    fmt: Annotated[
+        str, typer.Option("--format", help="csv, jsonl or parquet.")
+    ] = HISTORY_EXPORT_FORMAT,
     out: Annotated[
         Path | None,
         typer.Option("--out", "-o", help="File to write [default: stdout; parquet needs one]."),

@@ -1,30 +1,71 @@
-"""`gate simulate`: the gate rules' error rates and episode counts by Monte Carlo."""
+"""`gate simulate`: the gate rules' error rates and episode counts by Monte Carlo.
+
+The options that set the gate are built from :class:`GateSettings` (as `train`'s are from
+TrainSettings): each one's type, default and help text is that field's, so the simulator
+always starts from the defaults a stage's gate has."""
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal, get_origin
 
 import typer
 
 from cosmic_curriculum.cli.app import gate_app, guarded
 from cosmic_curriculum.cli.evaluate import gate_rule_option
+from cosmic_curriculum.defaults import (
+    SIMULATE_BETTER_GAP,
+    SIMULATE_DRAW_RATES,
+    SIMULATE_MODEL,
+    SIMULATE_RULES,
+    SIMULATE_TRIALS,
+    SIMULATE_WORSE_GAP,
+)
 from cosmic_curriculum.errors import describe_validation, option_name
+from cosmic_curriculum.workspace.config import GateSettings
 
 SprtModel = Literal["pentanomial", "trinomial"]
 
+# The options that are GateSettings fields, in --help order: option name -> field name
+# (`--margin` sets regression_margin under the name the option always had).
+GATE_OPTIONS: dict[str, str] = {
+    "check": "check",
+    "batch_pairs": "batch_pairs",
+    "gap": "gap",
+    "alpha": "alpha",
+    "beta": "beta",
+    "max_episodes": "max_episodes",
+    "episodes": "episodes",
+    "margin": "regression_margin",
+}
 
-@gate_app.command("simulate")
+
+def _gate_parameter(option: str) -> inspect.Parameter:
+    """The command parameter of one GateSettings field: its type, default and help."""
+    field = GateSettings.model_fields[GATE_OPTIONS[option]]
+    kind: Any = field.annotation
+    if get_origin(kind) is Literal:
+        # A choice stays a plain string, checked below with a one-line error.
+        kind = str
+    return inspect.Parameter(
+        option,
+        inspect.Parameter.KEYWORD_ONLY,
+        default=field.default,
+        annotation=Annotated[kind, typer.Option(help=field.description)],
+    )
+
+
 def gate_simulate_command(
     rule: Annotated[
         list[str],
         typer.Option("--rule", metavar="RULE", help="Rules to simulate (repeat): margin, sprt."),
-    ] = ["margin", "sprt"],  # noqa: B006 - Typer passes a new list; the default stays as is
-    trials: Annotated[int, typer.Option(help="Monte Carlo trials per cell.")] = 20_000,
-    draws: Annotated[str, typer.Option(help="Comma-separated draw rates.")] = "0,0.2,0.4",
+    ] = [*SIMULATE_RULES],  # noqa: B006 - Typer passes a new list; the default stays as is
+    trials: Annotated[int, typer.Option(help="Monte Carlo trials per cell.")] = SIMULATE_TRIALS,
+    draws: Annotated[str, typer.Option(help="Comma-separated draw rates.")] = SIMULATE_DRAW_RATES,
     model: Annotated[
         str, typer.Option(help="SPRT model: pentanomial (pairs) or trinomial (games).")
-    ] = "pentanomial",
+    ] = SIMULATE_MODEL,
     check_every: Annotated[
         int | None,
         typer.Option(
@@ -32,26 +73,17 @@ def gate_simulate_command(
             "every pair, or every batch with --check batch."
         ),
     ] = None,
-    check: Annotated[str, typer.Option(help="pair or batch (see docs/GATES.md).")] = "pair",
-    batch_pairs: Annotated[int, typer.Option(help="Pairs per batch.")] = 5,
-    gap: Annotated[float, typer.Option(help="SPRT: the regression (win-rate gap) of H0.")] = 0.25,
-    alpha: Annotated[
-        float, typer.Option(help="SPRT: rate of passing a regression of --gap.")
-    ] = 0.05,
-    beta: Annotated[float, typer.Option(help="SPRT: rate of failing an equal candidate.")] = 0.05,
-    max_episodes: Annotated[
-        int, typer.Option(help="SPRT: episode cap (even: the evaluator plays pairs).")
-    ] = 400,
-    episodes: Annotated[
-        int, typer.Option(help="margin: episodes played (even: the evaluator plays pairs).")
-    ] = 100,
-    margin: Annotated[float, typer.Option(help="margin: regression_margin.")] = 0.15,
-    worse: Annotated[float, typer.Option(help="True gap of the 'worse' candidate.")] = 0.25,
-    better: Annotated[float, typer.Option(help="True advantage of the 'better' candidate.")] = 0.10,
+    worse: Annotated[
+        float, typer.Option(help="True gap of the 'worse' candidate.")
+    ] = SIMULATE_WORSE_GAP,
+    better: Annotated[
+        float, typer.Option(help="True advantage of the 'better' candidate.")
+    ] = SIMULATE_BETTER_GAP,
     seed: Annotated[int, typer.Option(help="Simulation seed.")] = 0,
     json_out: Annotated[
         Path | None, typer.Option("--json", help="Also write the rows as JSON.")
     ] = None,
+    **gate: Any,
 ) -> None:
     """Monte Carlo of the gate rules: error rates and episodes at given draw rates."""
 
@@ -62,19 +94,14 @@ def gate_simulate_command(
         from cosmic_curriculum.cli.tables import gate_simulation_table
         from cosmic_curriculum.errors import ConfigError, EvaluationError
         from cosmic_curriculum.evaluation.evaluate import check_even
-        from cosmic_curriculum.evaluation.gate import (
-            GateSettings,
-            SimSpec,
-            simulate_table,
-            spec_label,
-        )
+        from cosmic_curriculum.evaluation.gate import SimSpec, simulate_table, spec_label
         from cosmic_curriculum.system import fsio
 
         try:
             rates = [float(x) for x in draws.split(",") if x.strip()]
         except ValueError:
             raise ConfigError(
-                f"--draws {draws!r}: give comma-separated numbers like 0,0.2,0.4"
+                f"--draws {draws!r}: give comma-separated numbers like {SIMULATE_DRAW_RATES}"
             ) from None
         if not rates or any(not 0.0 <= r < 1.0 for r in rates):
             raise ConfigError(f"--draws {draws!r}: each draw rate must be in [0, 1)")
@@ -83,35 +110,26 @@ def gate_simulate_command(
         if model not in ("pentanomial", "trinomial"):
             raise ConfigError(f"--model {model!r}: choose pentanomial or trinomial")
         sprt_model: SprtModel = "pentanomial" if model == "pentanomial" else "trinomial"
-        if check not in ("pair", "batch"):
-            raise ConfigError(f"--check {check!r}: choose pair or batch")
+        if gate["check"] not in ("pair", "batch"):
+            raise ConfigError(f"--check {gate['check']!r}: choose pair or batch")
         if check_every is not None and check_every < 1:
             raise ConfigError(f"--check-every {check_every}: must be >= 1")
         if json_out is not None:
             fsio.check_output_file(json_out, "--json")
+        fields = {GATE_OPTIONS[option]: value for option, value in gate.items()}
         specs = []
         for r in rule:
             gate_rule_option(r, "--rule")
             try:
-                settings = GateSettings(
-                    rule=r,
-                    episodes=episodes,
-                    regression_margin=margin,
-                    gap=gap,
-                    alpha=alpha,
-                    beta=beta,
-                    max_episodes=max_episodes,
-                    batch_pairs=batch_pairs,
-                    check=check,
-                )
+                settings = GateSettings(rule=r, **fields)
             except ValidationError as exc:
                 raise ConfigError(describe_validation(exc, option_name, first_only=True)) from None
             # Simulate only what the evaluator can run: it refuses odd counts (pairs).
             try:
                 if r == "margin":
-                    check_even(episodes, "--episodes")
+                    check_even(settings.episodes, "--episodes")
                 else:
-                    check_even(max_episodes, "--max-episodes")
+                    check_even(settings.max_episodes, "--max-episodes")
             except EvaluationError as exc:
                 raise ConfigError(str(exc)) from None
             m: SprtModel = sprt_model if r == "sprt" else "trinomial"
@@ -131,3 +149,19 @@ def gate_simulate_command(
             fsio.atomic_write_json(json_out, rows)
 
     guarded(run)
+
+
+# Typer reads a command's parameters from its signature (__signature__, set through
+# __dict__: typeshed does not declare it on functions; annotations evaluated, since Typer
+# does not evaluate a given signature's). The gate's fields go after --check-every, where
+# those options always stood.
+_OWN = [
+    p.replace(kind=inspect.Parameter.KEYWORD_ONLY)
+    for p in inspect.signature(gate_simulate_command, eval_str=True).parameters.values()
+    if p.kind is not inspect.Parameter.VAR_KEYWORD
+]
+_AT = [p.name for p in _OWN].index("check_every") + 1
+gate_simulate_command.__dict__["__signature__"] = inspect.Signature(
+    [*_OWN[:_AT], *(_gate_parameter(option) for option in GATE_OPTIONS), *_OWN[_AT:]]
+)
+gate_app.command("simulate")(gate_simulate_command)

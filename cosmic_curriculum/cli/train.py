@@ -1,5 +1,6 @@
 """`cosmic-curriculum train`: its options are built from TrainSettings, so each trainer
-default and help text is written once (in :mod:`cosmic_curriculum.train.settings`)."""
+default (in :mod:`cosmic_curriculum.defaults`) and help text (in
+:mod:`cosmic_curriculum.train.settings`) is written once."""
 
 from __future__ import annotations
 

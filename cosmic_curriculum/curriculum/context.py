@@ -13,6 +13,7 @@ from pathlib import Path
 
 from cosmic_curriculum.core import transitions
 from cosmic_curriculum.curriculum.reporter import Reporter
+from cosmic_curriculum.defaults import PUSH_TIMEOUT_SECONDS
 from cosmic_curriculum.errors import StateError
 from cosmic_curriculum.launchers import Handle, Launcher, TrainerRecord
 from cosmic_curriculum.launchers.local import LocalLauncher
@@ -42,7 +43,7 @@ class RunOptions:
     accept_config_change: bool = False
     attempt_timeout: float | None = None
     grace_seconds: float = runner.DEFAULT_GRACE_SECONDS
-    push_timeout: float = 30.0
+    push_timeout: float = PUSH_TIMEOUT_SECONDS
     launcher: Launcher | None = None
     # How the user invoked us, for the "what to run next" hints.
     command_prefix: str = "cosmic-curriculum run"

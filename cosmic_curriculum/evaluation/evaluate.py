@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from cosmic_curriculum.bots.external import stops_bots
+from cosmic_curriculum.defaults import EVAL_EPISODES, REPLAY_GIF_FRAMES
 from cosmic_curriculum.errors import EvaluationError
 from cosmic_curriculum.evaluation import stats
 from cosmic_curriculum.evaluation.gate import GateDecision, GateSettings, decide
@@ -44,7 +45,6 @@ if TYPE_CHECKING:
     from cosmic_curriculum.bots import Bot, BotSource
     from cosmic_curriculum.bots.external import ExecSpec
 
-DEFAULT_EPISODES = 100
 # Memory ceiling: a batch of games costs about 4 KB per pair, so no batch plays more than
 # this many pairs (about 8 MB); larger evaluations are played in batches of this size.
 MAX_BATCH_PAIRS = 2048
@@ -139,7 +139,7 @@ def plan(gate: GateSettings | None, episodes: int | None = None) -> tuple[int, i
     odd or too small episode count. Cheap: call it in a preflight to refuse a bad
     ``eval_episodes``/``max_episodes`` before any training is spent."""
     if gate is None or gate.rule == "margin":
-        default = DEFAULT_EPISODES if gate is None else gate.episodes
+        default = EVAL_EPISODES if gate is None else gate.episodes
         option = "--episodes" if episodes is not None else "gate episodes"
         total = check_even(default if episodes is None else episodes, option)
         return total // 2, min(total // 2, MAX_BATCH_PAIRS)
@@ -164,7 +164,8 @@ def run_evaluation(
     """Play ``candidate`` (A) against ``reference`` (B) and append one history record.
 
     ``episodes``: without a gate or with ``margin``, exactly this many (even; default
-    100 or ``gate.episodes``); with ``sprt``, the cap (default ``gate.max_episodes``).
+    ``EVAL_EPISODES`` or ``gate.episodes``); with ``sprt``, the cap (default
+    ``gate.max_episodes``).
     ``on_progress(episodes_played, episodes_planned)`` is called after every batch.
     ``extra`` is merged into the record (e.g. the curriculum's experiment name).
     Returns the stored record (with its ``id``). A bot is a file's path or an
@@ -282,7 +283,7 @@ def render_replay(
     *,
     seed: int = 0,
     game: GameSettings | None = None,
-    max_gif_frames: int = 60,
+    max_gif_frames: int = REPLAY_GIF_FRAMES,
 ) -> dict[str, Any]:
     """Play one game (candidate as blue, the first game of pair 0 of batch seed
     ``(seed, 0)``) and draw it: top-down (x-y) and side (x-z) views of both ships and the

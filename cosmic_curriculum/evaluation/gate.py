@@ -10,6 +10,7 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
+from cosmic_curriculum.defaults import SIMULATE_BETTER_GAP, SIMULATE_MODEL, SIMULATE_WORSE_GAP
 from cosmic_curriculum.evaluation import stats
 from cosmic_curriculum.scoring import signed
 
@@ -204,7 +205,7 @@ def simulate(
     draw_rate: float,
     trials: int,
     seed: int = 0,
-    model: Literal["trinomial", "pentanomial"] = "pentanomial",
+    model: Literal["trinomial", "pentanomial"] = SIMULATE_MODEL,
     check_every: int | None = None,
     episodes: int | None = None,
 ) -> SimResult:
@@ -274,7 +275,7 @@ class SimSpec:
 
     label: str
     settings: GateSettings
-    model: Literal["trinomial", "pentanomial"] = "pentanomial"
+    model: Literal["trinomial", "pentanomial"] = SIMULATE_MODEL
     check_every: int | None = None
 
 
@@ -296,8 +297,8 @@ def simulate_table(
     draw_rates: Sequence[float],
     trials: int,
     *,
-    worse: float = 0.25,
-    better: float = 0.10,
+    worse: float = SIMULATE_WORSE_GAP,
+    better: float = SIMULATE_BETTER_GAP,
     seed: int = 0,
 ) -> list[dict[str, Any]]:
     """One row per (spec, draw rate): false-fail at equal strength, pass rate of a

@@ -24,6 +24,7 @@ from numpy.typing import NDArray
 
 from cosmic_curriculum import scoring
 from cosmic_curriculum.bots.external import ExecSpec, stops_bots
+from cosmic_curriculum.defaults import LADDER_PAIRS
 from cosmic_curriculum.errors import BotError, EvaluationError
 from cosmic_curriculum.evaluation import stats
 from cosmic_curriculum.evaluation.evaluate import batch_seed, game_for
@@ -109,7 +110,7 @@ def discover(bots_dir: Path) -> tuple[list[Path], list[tuple[Path, str]]]:
 def run_ladder(
     bots_dir: Path,
     *,
-    pairs: int = 20,
+    pairs: int = LADDER_PAIRS,
     out_dir: Path,
     seed: int = 0,
     game_from: Path | None = None,

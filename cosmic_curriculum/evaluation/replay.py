@@ -7,6 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cosmic_curriculum.defaults import REPLAY_GIF_FRAMES
+
 if TYPE_CHECKING:
     from cosmic_curriculum.arena.match import Trajectory
     from cosmic_curriculum.arena.settings import GameSettings
@@ -21,7 +23,7 @@ def draw_replay(
     blue_name: str,
     orange_name: str,
     seed: int,
-    max_gif_frames: int = 60,
+    max_gif_frames: int = REPLAY_GIF_FRAMES,
 ) -> dict[str, Any]:
     """Draw ``traj`` (A = ``blue_name`` played blue) into ``out`` (.png or .gif); returns
     ``{"out", "outcome", "seconds", "frames"}``."""

@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 from typing import Any, Literal
 
+from cosmic_curriculum.defaults import RAY_DASHBOARD_ADDRESS
 from cosmic_curriculum.launchers import (
     DEFAULT_GRACE_SECONDS,
     Handle,
@@ -34,7 +35,6 @@ from cosmic_curriculum.launchers import (
 )
 from cosmic_curriculum.workspace.config import LauncherConfig
 
-DEFAULT_ADDRESS = "http://127.0.0.1:8265"  # the dashboard of `ray start --head` here
 PROBE_SECONDS = 120.0
 TERMINAL = ("SUCCEEDED", "FAILED", "STOPPED")
 LOG_POLL_SECONDS = 1.0  # the Jobs API returns the whole log: fetch it at most this often
@@ -61,7 +61,7 @@ class RayLauncher:
 
     def __init__(self, config: LauncherConfig) -> None:
         self.config = config
-        self.address = config.address or os.environ.get("RAY_ADDRESS") or DEFAULT_ADDRESS
+        self.address = config.address or os.environ.get("RAY_ADDRESS") or RAY_DASHBOARD_ADDRESS
         self._client: Any = None
 
     # -- the launcher protocol -------------------------------------------------------

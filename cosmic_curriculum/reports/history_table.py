@@ -22,7 +22,6 @@ from cosmic_curriculum.system import fsio
 from cosmic_curriculum.workspace import history
 
 FORMATS = ("csv", "jsonl", "parquet")
-DEFAULT_FORMAT = "csv"
 
 # column -> type ("str", "int", "float"); the order is the file's column order.
 COLUMNS: dict[str, str] = {

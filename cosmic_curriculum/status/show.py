@@ -6,7 +6,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-WATCH_INTERVAL = 2.0  # seconds between refreshes of `status --watch`
+from cosmic_curriculum.defaults import WATCH_INTERVAL_SECONDS
+
 MIN_WATCH_INTERVAL = 0.1
 
 
@@ -15,7 +16,7 @@ def show_status(
     config: Path | None = None,
     as_json: bool = False,
     watch: bool = False,
-    interval: float = WATCH_INTERVAL,
+    interval: float = WATCH_INTERVAL_SECONDS,
     count: int | None = None,
 ) -> int:
     """Print `status` once, or (``watch``) redraw it in place until Ctrl-C / ``count``

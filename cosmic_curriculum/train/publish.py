@@ -16,11 +16,14 @@ import argparse
 import sys
 from pathlib import Path
 
+from cosmic_curriculum.defaults import PUSH_TIMEOUT_SECONDS
 from cosmic_curriculum.errors import CurriculumError
 from cosmic_curriculum.workspace.layout import published_paths
 
 
-def publish(workspace: Path, experiment: str, push_timeout: float = 30.0) -> tuple[bool, bool]:
+def publish(
+    workspace: Path, experiment: str, push_timeout: float = PUSH_TIMEOUT_SECONDS
+) -> tuple[bool, bool]:
     """Commit the experiment's paths and push. Returns (committed, pushed_ok)."""
     from cosmic_curriculum.vcs import repo as vcs
 
@@ -39,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m cosmic_curriculum.train.publish")
     parser.add_argument("experiment")
     parser.add_argument("--workspace", type=Path, default=Path("."))
-    parser.add_argument("--push-timeout", type=float, default=30.0)
+    parser.add_argument("--push-timeout", type=float, default=PUSH_TIMEOUT_SECONDS)
     args = parser.parse_args(argv)
     try:
         committed, _ = publish(args.workspace, args.experiment, args.push_timeout)

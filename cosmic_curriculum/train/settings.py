@@ -1,7 +1,8 @@
 """What one training run needs: :class:`TrainSettings`, validated from command-line options.
 
-Each field's default and ``description`` are the single source of the ``train`` command's
-option default and help text (the CLI builds its options from these fields).
+Each field's default (a constant of :mod:`cosmic_curriculum.defaults`) and ``description``
+are the single source of the ``train`` command's option default and help text (the CLI
+builds its options from these fields).
 
 Default hyperparameters, and why (measured on 2 CPU cores, see docs/BENCHMARKS.md):
 
@@ -39,6 +40,32 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from cosmic_curriculum.defaults import (
+    ALLOW_PITCH_ROLL,
+    ALLOW_VERTICAL,
+    BATCH_SIZE,
+    CHECKPOINT_EVERY_TIMESTEPS,
+    DECISION_TICKS,
+    ENT_COEF,
+    GAMMA,
+    INIT_STD,
+    KEEP_CHECKPOINTS,
+    LEARNING_RATE,
+    N_EPOCHS,
+    N_PARALLEL,
+    ROLLOUT_SIZE,
+    SELFPLAY_PLAY_LATEST,
+    SELFPLAY_ROOKIE_SHARE,
+    SELFPLAY_SNAPSHOT_EVERY_TIMESTEPS,
+    SELFPLAY_SWAP_EVERY_TIMESTEPS,
+    SELFPLAY_WINDOW,
+    TORCH_THREADS,
+    TRAIN_TIMESTEPS,
+    TRAINER_ATTACK_GOAL_BIAS,
+    TRAINER_DEVICE,
+    TRAINER_OPPONENT_MODE,
+    TRAINER_ORB_APPROACH_BIAS,
+)
 from cosmic_curriculum.errors import ConfigError, describe_validation, option_name
 from cosmic_curriculum.workspace.layout import EXPERIMENT_RE, Layout
 
@@ -59,16 +86,18 @@ class TrainSettings(BaseModel):
         Path("."), description="Workspace directory (default: the current one)."
     )
     timesteps: int = Field(
-        1_000_000, ge=1, description="Timesteps to train (a continuation trains only the rest)."
+        TRAIN_TIMESTEPS,
+        ge=1,
+        description="Timesteps to train (a continuation trains only the rest).",
     )
     n_parallel: int = Field(
-        256,
+        N_PARALLEL,
         ge=1,
         le=1_000_000,
         description="Games simulated in parallel in the one vectorized env.",
     )
     speedup: int = Field(
-        16, ge=1, le=600, description="Physics ticks per decision (action repeat)."
+        DECISION_TICKS, ge=1, le=600, description="Physics ticks per decision (action repeat)."
     )
     resume: Path | None = Field(
         None,
@@ -82,9 +111,9 @@ class TrainSettings(BaseModel):
         description="On resume from another experiment: action std := F (ignored on a fresh "
         "start).",
     )
-    ent_coef: float = Field(0.0, ge=0.0, le=1.0, description="PPO entropy bonus coefficient.")
+    ent_coef: float = Field(ENT_COEF, ge=0.0, le=1.0, description="PPO entropy bonus coefficient.")
     opponent_mode: OpponentMode = Field(
-        "self_play",
+        TRAINER_OPPONENT_MODE,
         description="Opponent: inert, random, rookie, veteran, self_play or bot (needs "
         "--opponent-bot).",
     )
@@ -92,41 +121,49 @@ class TrainSettings(BaseModel):
         None, description="Bot JSON to train against (--opponent-mode bot)."
     )
     attack_goal_bias: float = Field(
-        0.5,
+        TRAINER_ATTACK_GOAL_BIAS,
         ge=0.0,
         description="Shaping weight on orb progress toward the opponent goal (0 = goals only).",
     )
     orb_approach_bias: float = Field(
-        0.5, ge=0.0, description="Shaping weight on closing the distance to the orb (0 = none)."
+        TRAINER_ORB_APPROACH_BIAS,
+        ge=0.0,
+        description="Shaping weight on closing the distance to the orb (0 = none).",
     )
-    allow_vertical: bool = Field(True, description="Allow vertical motion (off: planar games).")
+    allow_vertical: bool = Field(
+        ALLOW_VERTICAL, description="Allow vertical motion (off: planar games)."
+    )
     allow_pitch_roll: bool = Field(
-        True, description="Allow pitch and roll (off: ships stay level)."
+        ALLOW_PITCH_ROLL, description="Allow pitch and roll (off: ships stay level)."
     )
     draw_penalty: float | None = Field(
         None, ge=0.0, description="Reward subtracted on a draw (timeout); default: the game's."
     )
     seed: int = Field(0, ge=0, description="Random seed (games, network init, self-play sampling).")
     device: Literal["auto", "cpu", "cuda"] = Field(
-        "auto", description="auto (CUDA when available), cpu or cuda."
+        TRAINER_DEVICE, description="auto (CUDA when available), cpu or cuda."
     )
     torch_threads: int = Field(
-        1,
+        TORCH_THREADS,
         ge=1,
         le=256,
         description="torch CPU threads; 1 is robust when other processes share the cores.",
     )
 
     # PPO
-    learning_rate: float = Field(5e-4, gt=0.0, le=1.0, description="PPO learning rate.")
-    rollout_size: int = Field(8192, ge=1, description="Env steps per PPO update (over all games).")
-    batch_size: int = Field(2048, ge=1, description="PPO minibatch size (large is fast on CPU).")
-    n_epochs: int = Field(8, ge=1, le=100, description="PPO epochs per update.")
-    gamma: float = Field(0.99, gt=0.0, le=1.0, description="Discount factor per decision.")
+    learning_rate: float = Field(LEARNING_RATE, gt=0.0, le=1.0, description="PPO learning rate.")
+    rollout_size: int = Field(
+        ROLLOUT_SIZE, ge=1, description="Env steps per PPO update (over all games)."
+    )
+    batch_size: int = Field(
+        BATCH_SIZE, ge=1, description="PPO minibatch size (large is fast on CPU)."
+    )
+    n_epochs: int = Field(N_EPOCHS, ge=1, le=100, description="PPO epochs per update.")
+    gamma: float = Field(GAMMA, gt=0.0, le=1.0, description="Discount factor per decision.")
     gae_lambda: float = Field(0.95, ge=0.0, le=1.0, description="GAE lambda (no option).")
     clip_range: float = Field(0.2, gt=0.0, le=1.0, description="PPO clip range (no option).")
     init_std: float = Field(
-        0.5, gt=0.0, le=5.0, description="Action std of a fresh policy (exploration)."
+        INIT_STD, gt=0.0, le=5.0, description="Action std of a fresh policy (exploration)."
     )
     net_arch: tuple[int, ...] = Field(
         (64, 64), description="Hidden layer widths of actor and critic (no option)."
@@ -137,29 +174,35 @@ class TrainSettings(BaseModel):
 
     # checkpoints and progress
     checkpoint_every: int = Field(
-        250_000, ge=1, description="Timesteps between step_<n>.zip checkpoints."
+        CHECKPOINT_EVERY_TIMESTEPS, ge=1, description="Timesteps between step_<n>.zip checkpoints."
     )
-    keep_checkpoints: int = Field(3, ge=1, description="Periodic checkpoints kept.")
+    keep_checkpoints: int = Field(KEEP_CHECKPOINTS, ge=1, description="Periodic checkpoints kept.")
     progress_interval: float = Field(
         2.0, gt=0.0, description="Seconds between progress lines (no option)."
     )
 
     # self-play (ghost trainer)
     selfplay_snapshot_every: int = Field(
-        50_000, ge=1, description="Self-play: timesteps between snapshots."
+        SELFPLAY_SNAPSHOT_EVERY_TIMESTEPS,
+        ge=1,
+        description="Self-play: timesteps between snapshots.",
     )
-    selfplay_window: int = Field(10, ge=1, description="Self-play: snapshots kept as opponents.")
+    selfplay_window: int = Field(
+        SELFPLAY_WINDOW, ge=1, description="Self-play: snapshots kept as opponents."
+    )
     selfplay_swap_every: int = Field(
-        10_000, ge=1, description="Self-play: timesteps between opponent swaps."
+        SELFPLAY_SWAP_EVERY_TIMESTEPS,
+        ge=1,
+        description="Self-play: timesteps between opponent swaps.",
     )
     selfplay_play_latest: float = Field(
-        0.5,
+        SELFPLAY_PLAY_LATEST,
         ge=0.0,
         le=1.0,
         description="Self-play: probability of facing the latest snapshot at a swap.",
     )
     selfplay_rookie_share: float = Field(
-        0.5,
+        SELFPLAY_ROOKIE_SHARE,
         ge=0.0,
         le=1.0,
         description="Self-play: share of swaps that play the scripted rookie instead of a "

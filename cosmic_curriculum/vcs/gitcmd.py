@@ -4,7 +4,7 @@ Every git process we start goes through :func:`run_git`. A git command can run u
 (hooks, gpg, credential helpers, ssh) that may never return, so each one is started as
 the leader of a new session and, on timeout, its whole process group (hooks included) is
 killed. The timeout is one setting: ``COSMIC_CURRICULUM_GIT_TIMEOUT`` (seconds, default
-:data:`DEFAULT_TIMEOUT`); callers may pass their own (``push`` has ``--push-timeout``).
+``GIT_TIMEOUT_SECONDS``); callers may pass their own (``push`` has ``--push-timeout``).
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
+from cosmic_curriculum.defaults import GIT_TIMEOUT_SECONDS
 from cosmic_curriculum.errors import GitError
 
-DEFAULT_TIMEOUT = 60.0
 TIMEOUT_ENV = "COSMIC_CURRICULUM_GIT_TIMEOUT"
 
 
@@ -28,10 +28,10 @@ def git_timeout() -> float:
     """Seconds any one git command may take (``COSMIC_CURRICULUM_GIT_TIMEOUT``)."""
     raw = os.environ.get(TIMEOUT_ENV, "")
     try:
-        value = float(raw) if raw else DEFAULT_TIMEOUT
+        value = float(raw) if raw else GIT_TIMEOUT_SECONDS
     except ValueError:
-        return DEFAULT_TIMEOUT
-    return value if value > 0 else DEFAULT_TIMEOUT
+        return GIT_TIMEOUT_SECONDS
+    return value if value > 0 else GIT_TIMEOUT_SECONDS
 
 
 class GitRunError(GitError):

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from contextlib import suppress
 from pathlib import Path
 
+from cosmic_curriculum.defaults import PUSH_TIMEOUT_SECONDS
 from cosmic_curriculum.errors import GitError
 from cosmic_curriculum.vcs.commit import (
     FALLBACK_EMAIL,
@@ -222,7 +223,7 @@ def _push_argv(root: Path) -> list[str] | str:
     return ["push", remote, f"HEAD:refs/heads/{name}"]
 
 
-def push(workspace: Path, timeout: float = 30.0) -> tuple[bool, str]:
+def push(workspace: Path, timeout: float = PUSH_TIMEOUT_SECONDS) -> tuple[bool, str]:
     """Push the current branch if a remote exists. Never raises; never blocks longer
     than ``timeout`` seconds (ssh and credential helpers are killed with git). Returns
     (ok, message); no remote counts as ok. A failure names git's own reason."""

@@ -57,7 +57,31 @@ from pydantic import (
     field_validator,
 )
 
-from cosmic_curriculum.defaults import BOT_TIMEOUT_SECONDS
+from cosmic_curriculum.defaults import (
+    BOT_TIMEOUT_SECONDS,
+    CANDIDATES,
+    DECISION_TICKS,
+    EVAL_EPISODES,
+    GATE_RULE,
+    LAUNCHER_KIND,
+    MAX_RETRIES,
+    N_PARALLEL,
+    NOTIFY_ON,
+    NOTIFY_TIMEOUT_SECONDS,
+    RAY_NUM_CPUS,
+    RAY_NUM_GPUS,
+    REFERENCE_BOT,
+    REGRESSION_MARGIN,
+    SPRT_ALPHA,
+    SPRT_BATCH_PAIRS,
+    SPRT_BETA,
+    SPRT_CHECK,
+    SPRT_GAP,
+    SPRT_MAX_EPISODES,
+    STAGE_TIMESTEPS,
+    STANDING_ARGS,
+    TRAINING_COMMAND,
+)
 
 STAGE_NAME_RE = re.compile(r"^[a-z0-9_-]+$")
 
@@ -73,10 +97,8 @@ def _no_nul(value: str) -> str:
 # A string that becomes a command-line argument or a path.
 Arg = Annotated[str, AfterValidator(_no_nul)]
 
-# What a notifier can be told; `notify_on` picks among them (default: all but the
-# per-attempt passed/failed, which a multi-day run would repeat many times).
+# What a notifier can be told; `notify_on` picks among them (default: NOTIFY_ON).
 NotifyEvent = Literal["blocked", "done", "attempt_error", "interrupted", "passed", "failed"]
-DEFAULT_NOTIFY_ON: tuple[NotifyEvent, ...] = ("blocked", "done", "attempt_error", "interrupted")
 
 
 class GateSettings(BaseModel):
@@ -98,15 +120,39 @@ class GateSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    rule: Literal["margin", "sprt"] = "margin"
-    episodes: int = Field(100, ge=2, description="episodes played by the margin rule")
-    regression_margin: float = Field(0.15, gt=0.0, lt=1.0)
-    gap: float = Field(0.25, gt=0.0, lt=1.0)
-    alpha: float = Field(0.05, gt=0.0, lt=0.5)
-    beta: float = Field(0.05, gt=0.0, lt=0.5)
-    max_episodes: int = Field(400, ge=2)
-    batch_pairs: int = Field(5, ge=1)
-    check: Literal["pair", "batch"] = "pair"
+    # Each description is also the help text of the `gate simulate` option built from
+    # the field (cli/gate.py), hence the option names in them.
+    rule: Literal["margin", "sprt"] = GATE_RULE
+    episodes: int = Field(
+        EVAL_EPISODES,
+        ge=2,
+        description="margin: episodes played (even: the evaluator plays pairs).",
+    )
+    regression_margin: float = Field(
+        REGRESSION_MARGIN,
+        gt=0.0,
+        lt=1.0,
+        description="margin: regression_margin (fail iff the reference's win rate exceeds "
+        "the candidate's by at least this).",
+    )
+    gap: float = Field(
+        SPRT_GAP, gt=0.0, lt=1.0, description="SPRT: the regression (win-rate gap) of H0."
+    )
+    alpha: float = Field(
+        SPRT_ALPHA, gt=0.0, lt=0.5, description="SPRT: rate of passing a regression of --gap."
+    )
+    beta: float = Field(
+        SPRT_BETA, gt=0.0, lt=0.5, description="SPRT: rate of failing an equal candidate."
+    )
+    max_episodes: int = Field(
+        SPRT_MAX_EPISODES,
+        ge=2,
+        description="SPRT: episode cap (even: the evaluator plays pairs).",
+    )
+    batch_pairs: int = Field(SPRT_BATCH_PAIRS, ge=1, description="Pairs per batch.")
+    check: Literal["pair", "batch"] = Field(
+        SPRT_CHECK, description="pair or batch (see docs/GATES.md)."
+    )
 
     @property
     def check_pairs(self) -> int:
@@ -118,10 +164,8 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
-# Parallel candidates of one attempt (`candidates = K`, docs/SCALING.md): K = 1 is one
-# training per attempt, exactly as without the key. A bound keeps a typo (1000) from
-# submitting a thousand trainings.
-DEFAULT_CANDIDATES = 1
+# Parallel candidates of one attempt (`candidates = K`, docs/SCALING.md; default
+# CANDIDATES). A bound keeps a typo (1000) from submitting a thousand trainings.
 MAX_CANDIDATES = 64
 
 
@@ -168,9 +212,9 @@ ReferenceBot = Annotated[
 class Defaults(_Strict):
     """Budgets for every stage; the `run` options override them."""
 
-    timesteps: int = Field(20_000_000, gt=0)
-    n_parallel: int = Field(14, gt=0)
-    speedup: int = Field(16, gt=0)
+    timesteps: int = Field(STAGE_TIMESTEPS, gt=0)
+    n_parallel: int = Field(N_PARALLEL, gt=0)
+    speedup: int = Field(DECISION_TICKS, gt=0)
 
 
 class StageConfig(_Strict):
@@ -210,10 +254,10 @@ class LauncherConfig(_Strict):
     training asks the cluster for; ``env`` adds environment variables to it.
     """
 
-    kind: Literal["local", "ray"] = "local"
+    kind: Literal["local", "ray"] = LAUNCHER_KIND
     address: Arg | None = None
-    num_gpus: float = Field(0.0, ge=0.0)
-    num_cpus: float = Field(1.0, ge=0.0)
+    num_gpus: float = Field(RAY_NUM_GPUS, ge=0.0)
+    num_cpus: float = Field(RAY_NUM_CPUS, ge=0.0)
     memory: int | None = Field(None, gt=0)
     env: dict[str, Arg] = Field(default_factory=dict)
     max_parallel: int | None = Field(None, ge=1)
@@ -239,21 +283,19 @@ class LauncherConfig(_Strict):
 class CurriculumConfig(_Strict):
     """The whole of `stages.toml`."""
 
-    max_retries: int = Field(2, ge=0)
-    eval_episodes: int = Field(100, ge=2)
-    regression_margin: float = Field(0.15, gt=0.0, lt=1.0)
-    standing_args: list[Arg] = Field(
-        default_factory=lambda: ["--reset-std", "0.3", "--ent-coef", "0.001"]
-    )
-    reference_bot: ReferenceBot = "bots/rookie.json"
+    max_retries: int = Field(MAX_RETRIES, ge=0)
+    eval_episodes: int = Field(EVAL_EPISODES, ge=2)
+    regression_margin: float = Field(REGRESSION_MARGIN, gt=0.0, lt=1.0)
+    standing_args: list[Arg] = Field(default_factory=lambda: list(STANDING_ARGS))
+    reference_bot: ReferenceBot = REFERENCE_BOT
     training_command: list[Arg] = Field(
-        default_factory=lambda: ["scripts/run_training.sh"], min_length=1
+        default_factory=lambda: list(TRAINING_COMMAND), min_length=1
     )
     evaluation_command: list[Arg] | None = Field(None, min_length=1)
     notify_command: list[Arg] | None = Field(None, min_length=1)
-    notify_on: list[NotifyEvent] = Field(default_factory=lambda: list(DEFAULT_NOTIFY_ON))
-    notify_timeout: float = Field(30.0, gt=0)
-    candidates: int = Field(DEFAULT_CANDIDATES, ge=1, le=MAX_CANDIDATES)
+    notify_on: list[NotifyEvent] = Field(default_factory=lambda: list[NotifyEvent](NOTIFY_ON))
+    notify_timeout: float = Field(NOTIFY_TIMEOUT_SECONDS, gt=0)
+    candidates: int = Field(CANDIDATES, ge=1, le=MAX_CANDIDATES)
     defaults: Defaults = Field(default_factory=Defaults)
     gate: dict[str, Any] = Field(default_factory=dict)
     stages: list[StageConfig] = Field(min_length=1)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cosmic_curriculum import DATA_DIR
+from cosmic_curriculum.defaults import PRESET
 from cosmic_curriculum.errors import ConfigError, CurriculumError
 from cosmic_curriculum.system.fsio import atomic_write_json, atomic_write_text
 from cosmic_curriculum.workspace.config_file import preset_path
@@ -63,7 +64,7 @@ def _write_scripted(ws: Path, name: str) -> None:
     bots.save_bot(ws / "bots" / f"{name}.json", documents[name]())
 
 
-def init_workspace(path: Path, preset: str = "default") -> InitResult:
+def init_workspace(path: Path, preset: str = PRESET) -> InitResult:
     """Create a fresh workspace at ``path`` (or fill in what an existing one lacks).
 
     Never overwrites a file; refuses a non-empty directory that is not a workspace.
