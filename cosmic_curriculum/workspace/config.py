@@ -1,37 +1,8 @@
 """`stages.toml`: the curriculum definition, validated before any GPU time is spent.
 
-Example (the shipped default; every key is optional except ``stages``)::
-
-    max_retries = 2                # failures after the first before a stage blocks
-    eval_episodes = 100            # episodes played by the margin gate
-    regression_margin = 0.15       # fail iff reference win rate - candidate's >= this
-    standing_args = ["--reset-std", "0.3", "--ent-coef", "0.001"]
-    reference_bot = "bots/rookie.json"          # stage 1's reference
-    training_command = ["scripts/run_training.sh"]
-    # evaluation_command = ["./my_eval"]        # default: the built-in evaluator
-    # notify_command = ["./notify.sh"]          # told of blocks, errors, the end (README)
-    # notify_on = ["blocked", "done", "attempt_error", "interrupted", "passed", "failed"]
-    # notify_timeout = 30                       # seconds before the notifier's group is killed
-    # candidates = 1               # K > 1: K trainings per attempt, the best re-evaluated
-
-
-    [defaults]
-    timesteps = 20_000_000
-    n_parallel = 14
-    speedup = 16
-
-    [gate]
-    rule = "margin"                # or "sprt" (see docs/GATES.md)
-
-    [[stages]]
-    name = "score"
-    flags = ["--opponent-mode", "inert"]
-    # timesteps = 5_000_000        # per-stage overrides
-    # reference_bot = "bots/other.json"
-    # reference_bot = {exec = ["./mybot", "--level", "3"]}   # a program (docs/BOT_FORMAT.md)
-    # candidates = 3               # this stage's K (docs/SCALING.md)
-    # [stages.gate]
-    # rule = "sprt"
+Every key is optional except ``[[stages]]`` (each with a ``name`` and its trainer
+``flags``); the shipped presets (``cosmic_curriculum/data/presets/``) show them all with
+comments, and README's `stages.toml` section explains each. Defaults: ``defaults.py``.
 
 Flags are argv lists, never shell strings. Stage names become parts of file names, so they
 are restricted to ``[a-z0-9_-]+``. Unknown keys are errors. Every error is one line naming
