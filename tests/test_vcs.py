@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
+from fakes.waiting import wait_until
 from gitutil import git, init_repo
 
 from cosmic_curriculum.errors import GitError
+from cosmic_curriculum.system.processes import gone_or_zombie
 from cosmic_curriculum.vcs import repo as vcs
 
 
@@ -94,6 +97,21 @@ def test_stale_index_lock_removed(tmp_path: Path) -> None:
         vcs.commit_paths(repo, ["s.json"], "x")
     assert vcs.remove_stale_index_locks(repo) == [lock]
     assert vcs.commit_paths(repo, ["s.json"], "x")
+
+
+def test_an_exited_git_not_yet_reaped_keeps_no_lock(tmp_path: Path) -> None:
+    # A zombie git (exited, its parent not waiting yet) has no cwd to inspect: it works in
+    # no repository, so a stale lock is still removed (a busy machine always has some).
+    repo = init_repo(tmp_path / "r")
+    lock = repo / ".git" / "index.lock"
+    lock.write_text("")
+    zombie = subprocess.Popen(["git", "--version"], cwd=repo, stdout=subprocess.DEVNULL)
+    try:
+        wait_until(lambda: gone_or_zombie(zombie.pid), timeout=10.0, what="git to exit")
+        assert Path(f"/proc/{zombie.pid}").exists()  # not reaped: a zombie
+        assert vcs.remove_stale_index_locks(repo) == [lock]
+    finally:
+        zombie.wait()
 
 
 def test_push_no_remote_ok_and_to_bare(tmp_path: Path) -> None:

@@ -126,6 +126,12 @@ def _is_zombie(fields: list[str]) -> bool:
     return len(fields) > 2 and fields[2] in ("Z", "X")
 
 
+def gone_or_zombie(pid: int) -> bool:
+    """Has ``pid`` exited (reaped or not)? A zombie runs nothing and has no cwd."""
+    fields = _read_stat(pid)
+    return fields is None or _is_zombie(fields)
+
+
 def group_members(pgid: int) -> list[int]:
     """Live (non-zombie) processes whose process group is ``pgid``."""
     members: list[int] = []

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from cosmic_curriculum.defaults import GIT_TIMEOUT_SECONDS
 from cosmic_curriculum.errors import GitError
+from cosmic_curriculum.system.processes import gone_or_zombie
 
 TIMEOUT_ENV = "COSMIC_CURRICULUM_GIT_TIMEOUT"
 
@@ -190,7 +191,8 @@ def git_processes_running(repo_dirs: Sequence[Path]) -> bool:
         try:
             cwd = os.readlink(Path(entry.path, "cwd"))
         except OSError:
-            if Path(entry.path).exists():
+            # An exited git not yet reaped (a zombie: it has no cwd) works nowhere.
+            if not gone_or_zombie(int(entry.name)):
                 return True
             continue
         if any(cwd == root or cwd.startswith(root + os.sep) for root in roots):
