@@ -64,6 +64,15 @@ SPRT_MAX_EPISODES: Final = 400
 SPRT_BATCH_PAIRS: Final = 5
 # When SPRT looks: after every pair ("pair") or only after whole batches ("batch").
 SPRT_CHECK: Final = "pair"
+# Threshold rule: what the target is on, "success" (the fraction of episodes that succeed)
+# or "return" (mean return per episode).
+THRESHOLD_MEASURE: Final = "success"
+# Threshold rule on success: the half-width of the indifference band around the target
+# (H0 p = target - delta, H1 p = target + delta). 0.05 keeps a 0.9 target's mean cost
+# near 40-70 episodes, well under SPRT_MAX_EPISODES; the cost grows as 1/delta².
+THRESHOLD_DELTA: Final = 0.05
+# Threshold rule on return: episodes before its interval may decide.
+THRESHOLD_MIN_EPISODES: Final = 10
 
 # --- the game (GameSettings: what a bot file records under `game`) ----------------------
 
@@ -131,6 +140,10 @@ SIMULATE_MODEL: Final = "pentanomial"
 SIMULATE_WORSE_GAP: Final = 0.25
 # True win-rate advantage of the "better" candidate.
 SIMULATE_BETTER_GAP: Final = 0.10
+# Threshold rule: the true success probability of the "weak" bot (the 5% bot).
+SIMULATE_WEAK_SUCCESS: Final = 0.05
+# Threshold rule on return: the per-episode standard deviation of the simulated returns.
+SIMULATE_RETURN_SD: Final = 1.0
 
 # --- waits and timeouts -----------------------------------------------------------------
 

@@ -90,7 +90,10 @@ def test_unknown_preset(tmp_path: Path) -> None:
         ("regression_margin = 1.5\n" + ONE_STAGE, ["regression_margin", "less than 1"]),
         (ONE_STAGE + 'flags = "--opponent-mode inert"\n', [":3:", "stages[0].flags", "list"]),
         ('[defaults]\nspeedup = "fast"\n' + ONE_STAGE, [":2:", "defaults.speedup", "integer"]),
-        ('[gate]\nrule = "coin"\n' + ONE_STAGE, [":2:", "gate.rule", "'margin' or 'sprt'"]),
+        (
+            '[gate]\nrule = "coin"\n' + ONE_STAGE,
+            [":2:", "gate.rule", "'margin', 'sprt' or 'threshold'"],
+        ),
         ("[gate]\nregression_margin = 0.2\n" + ONE_STAGE, ["top level"]),
         (ONE_STAGE + "[stages.gate]\nalpha = 3\n", ["stages[0].gate", "alpha"]),
         ("x = [\n", ["not valid TOML"]),

@@ -33,11 +33,14 @@ BotTimeout = Annotated[
 ]
 
 
-def gate_rule_option(rule: str | None, option: str = "--gate") -> str | None:
+def gate_rule_option(
+    rule: str | None, option: str = "--gate", choices: tuple[str, ...] = ("margin", "sprt")
+) -> str | None:
     from cosmic_curriculum.errors import ConfigError
 
-    if rule is not None and rule not in ("margin", "sprt"):
-        raise ConfigError(f"{option} {rule!r}: choose margin or sprt (see docs/GATES.md)")
+    if rule is not None and rule not in choices:
+        named = ", ".join(choices[:-1]) + f" or {choices[-1]}"
+        raise ConfigError(f"{option} {rule!r}: choose {named} (see docs/GATES.md)")
     return rule
 
 

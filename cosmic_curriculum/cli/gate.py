@@ -18,8 +18,10 @@ from cosmic_curriculum.defaults import (
     SIMULATE_BETTER_GAP,
     SIMULATE_DRAW_RATES,
     SIMULATE_MODEL,
+    SIMULATE_RETURN_SD,
     SIMULATE_RULES,
     SIMULATE_TRIALS,
+    SIMULATE_WEAK_SUCCESS,
     SIMULATE_WORSE_GAP,
 )
 from cosmic_curriculum.errors import describe_validation, option_name
@@ -38,6 +40,10 @@ GATE_OPTIONS: dict[str, str] = {
     "max_episodes": "max_episodes",
     "episodes": "episodes",
     "margin": "regression_margin",
+    "measure": "measure",
+    "target": "target",
+    "delta": "delta",
+    "min_episodes": "min_episodes",
 }
 
 
@@ -59,7 +65,11 @@ def _gate_parameter(option: str) -> inspect.Parameter:
 def gate_simulate_command(
     rule: Annotated[
         list[str],
-        typer.Option("--rule", metavar="RULE", help="Rules to simulate (repeat): margin, sprt."),
+        typer.Option(
+            "--rule",
+            metavar="RULE",
+            help="Rules to simulate (repeat): margin, sprt, threshold (needs --target).",
+        ),
     ] = [*SIMULATE_RULES],  # noqa: B006 - Typer passes a new list; the default stays as is
     trials: Annotated[int, typer.Option(help="Monte Carlo trials per cell.")] = SIMULATE_TRIALS,
     draws: Annotated[str, typer.Option(help="Comma-separated draw rates.")] = SIMULATE_DRAW_RATES,
@@ -79,6 +89,12 @@ def gate_simulate_command(
     better: Annotated[
         float, typer.Option(help="True advantage of the 'better' candidate.")
     ] = SIMULATE_BETTER_GAP,
+    weak: Annotated[
+        float, typer.Option(help="threshold: true success rate of the 'weak' bot.")
+    ] = SIMULATE_WEAK_SUCCESS,
+    sd: Annotated[
+        float, typer.Option(help="threshold on return: SD of the simulated returns.")
+    ] = SIMULATE_RETURN_SD,
     seed: Annotated[int, typer.Option(help="Simulation seed.")] = 0,
     json_out: Annotated[
         Path | None, typer.Option("--json", help="Also write the rows as JSON.")
@@ -91,8 +107,9 @@ def gate_simulate_command(
         from pydantic import ValidationError
         from rich.console import Console
 
-        from cosmic_curriculum.cli.tables import gate_simulation_table
+        from cosmic_curriculum.cli.tables import gate_simulation_table, threshold_simulation_table
         from cosmic_curriculum.errors import ConfigError, EvaluationError
+        from cosmic_curriculum.evaluation import threshold
         from cosmic_curriculum.evaluation.evaluate import check_even
         from cosmic_curriculum.evaluation.gate import SimSpec, simulate_table, spec_label
         from cosmic_curriculum.system import fsio
@@ -117,15 +134,26 @@ def gate_simulate_command(
         if json_out is not None:
             fsio.check_output_file(json_out, "--json")
         fields = {GATE_OPTIONS[option]: value for option, value in gate.items()}
+        if not 0.0 <= weak <= 1.0:
+            raise ConfigError(f"--weak {weak}: a success rate must be in [0, 1]")
+        if sd <= 0.0:
+            raise ConfigError(f"--sd {sd}: must be > 0")
         specs = []
+        threshold_rows: list[dict[str, Any]] = []
         for r in rule:
-            gate_rule_option(r, "--rule")
+            gate_rule_option(r, "--rule", ("margin", "sprt", "threshold"))
             try:
                 settings = GateSettings(rule=r, **fields)
             except ValidationError as exc:
                 raise ConfigError(describe_validation(exc, option_name, first_only=True)) from None
             # Simulate only what the evaluator can run: it refuses odd counts (pairs).
             try:
+                if r == "threshold":
+                    check_even(settings.max_episodes, "--max-episodes")
+                    threshold_rows += threshold.simulate_table(
+                        settings, trials, weak=weak, sd=sd, seed=seed, check_every=check_every
+                    )
+                    continue
                 if r == "margin":
                     check_even(settings.episodes, "--episodes")
                 else:
@@ -144,9 +172,12 @@ def gate_simulate_command(
         console = Console()
         if not console.is_terminal:  # logs and pipes: keep each row on one line
             console = Console(width=max(console.width, 150))
-        console.print(gate_simulation_table(rows, trials, worse, better))
+        if specs:
+            console.print(gate_simulation_table(rows, trials, worse, better))
+        if threshold_rows:
+            console.print(threshold_simulation_table(threshold_rows, trials))
         if json_out is not None:
-            fsio.atomic_write_json(json_out, rows)
+            fsio.atomic_write_json(json_out, rows + threshold_rows)
 
     guarded(run)
 

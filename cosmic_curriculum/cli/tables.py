@@ -97,3 +97,23 @@ def gate_simulation_table(
             f"{row['mean_episodes_worse']:.0f} / {row['p95_episodes_worse']:.0f}",
         )
     return table
+
+
+def threshold_simulation_table(rows: Sequence[dict[str, Any]], trials: int) -> Any:
+    """The threshold rule's Monte Carlo: pass and fail rates, episodes per true strength."""
+    from rich.table import Table
+
+    table = Table(title=f"Threshold gate Monte Carlo, {trials:,} trials per cell")
+    for head in ("rule", "true strength", "passes", "fails", "episodes: mean / p95"):
+        table.add_column(
+            head, justify="left" if head == "rule" else "right", no_wrap=head == "rule"
+        )
+    for row in rows:
+        table.add_row(
+            row["rule"],
+            f"{row['strength']} ({row['true']:g})",
+            f"{row['pass_rate']:.1%}",
+            f"{row['fail_rate']:.1%}",
+            f"{row['mean_episodes']:.0f} / {row['p95_episodes']:.0f}",
+        )
+    return table

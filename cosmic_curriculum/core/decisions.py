@@ -16,6 +16,8 @@ def gate_verdict(settings: GateSettings, record: dict[str, Any]) -> tuple[str, s
     The built-in evaluator's record carries its own verdict (it may have stopped early
     under SPRT); an evaluation command's record is judged here on its counts, with its
     episodes as all there will be (the margin rule decides, the SPRT treats them as its cap).
+    The threshold rule judges its ``successes`` (default ``wins_a``) or its ``returns``
+    (one per episode), the same way with its episodes as the cap.
     """
     own = record.get("gate")
     if isinstance(own, dict) and own.get("verdict") in ("pass", "fail"):
@@ -25,6 +27,26 @@ def gate_verdict(settings: GateSettings, record: dict[str, Any]) -> tuple[str, s
     from cosmic_curriculum.evaluation.gate import decide
 
     wa, wb, d, n = (int(record[k]) for k in COUNT_KEYS)
+    if settings.rule == "threshold":
+        # `successes` (else the candidate's wins) or `returns`, one per episode; the
+        # history has checked their types and lengths.
+        if settings.measure == "return" and not isinstance(record.get("returns"), list):
+            return "fail", (
+                f"the record has no 'returns' (per-episode returns) for the threshold gate "
+                f"on return over {n} episodes; make the evaluation_command write them"
+            )
+        returns = record.get("returns") if settings.measure == "return" else None
+        successes = record.get("successes")
+        decision = decide(
+            settings,
+            wa,
+            wb,
+            d,
+            planned_episodes=n,
+            successes=None if successes is None else int(successes),
+            returns=None if returns is None else [float(r) for r in returns],
+        )
+        return str(decision.verdict), str(decision.summary)
     decision = decide(settings, wa, wb, d, planned_episodes=n)
     return str(decision.verdict), str(decision.summary)
 

@@ -138,6 +138,7 @@ def write_review(run: Run) -> Path:
         entries=run.state.stage_log(i),
         records=records,
         margin=run.config.stage_gate(i).regression_margin,
+        gate=run.config.stage_gate(i),
         force_command=run.command("--force-retry", REASON_HINT),
         skip_command=run.command("--skip-to-next-stage", REASON_HINT),
         reason=run.state.blocked_reason or "",

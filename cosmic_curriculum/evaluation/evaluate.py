@@ -3,7 +3,7 @@
 Episodes come in seat-swapped pairs (:func:`arena.match.play_pairs`): one kickoff played
 twice with the bots swapping colours, so kickoff luck cancels. Without a gate, or with
 the ``margin`` rule (which can only decide once every episode is in), all pairs are
-played in one vectorised batch. With ``sprt`` the pairs are played in batches of
+played in one vectorised batch. With ``sprt`` or ``threshold`` the pairs are played in batches of
 ``gate.batch_pairs`` and the gate is asked after every pair (``check = "pair"``) or every
 batch (``check = "batch"``); evaluation stops as soon as it decides, and any pairs of the
 last batch after the deciding one are discarded (listed in ``discarded_pair_outcomes``,
@@ -143,6 +143,12 @@ def plan(gate: GateSettings | None, episodes: int | None = None) -> tuple[int, i
         option = "--episodes" if episodes is not None else "gate episodes"
         total = check_even(default if episodes is None else episodes, option)
         return total // 2, min(total // 2, MAX_BATCH_PAIRS)
+    if gate.rule == "threshold" and gate.measure == "return":
+        raise EvaluationError(
+            'gate measure = "return": the built-in evaluator plays head-to-head games and '
+            'records no returns; use measure = "success" (a won episode succeeds) or an '
+            "evaluation_command whose record holds 'returns'"
+        )
     option = "--episodes" if episodes is not None else "gate max_episodes"
     cap = check_even(gate.max_episodes if episodes is None else episodes, option)
     return cap // 2, min(gate.batch_pairs, cap // 2, MAX_BATCH_PAIRS)
@@ -164,7 +170,8 @@ def run_evaluation(
     """Play ``candidate`` (A) against ``reference`` (B) and append one history record.
 
     ``episodes``: without a gate or with ``margin``, exactly this many (even; default
-    ``EVAL_EPISODES`` or ``gate.episodes``); with ``sprt``, the cap (default
+    ``EVAL_EPISODES`` or ``gate.episodes``); with ``sprt`` or ``threshold`` (on success:
+    an episode succeeds when the candidate wins it), the cap (default
     ``gate.max_episodes``).
     ``on_progress(episodes_played, episodes_planned)`` is called after every batch.
     ``extra`` is merged into the record (e.g. the curriculum's experiment name).

@@ -11,14 +11,15 @@ import numpy as np
 from numpy.typing import NDArray
 
 from cosmic_curriculum.defaults import SIMULATE_BETTER_GAP, SIMULATE_MODEL, SIMULATE_WORSE_GAP
-from cosmic_curriculum.evaluation import stats
+from cosmic_curriculum.evaluation import stats, threshold
+from cosmic_curriculum.evaluation.threshold import Verdict
 from cosmic_curriculum.scoring import signed
 
 # GateSettings lives with the rest of stages.toml's models (config.py stays free of numpy,
 # so `status` starts fast); it is re-exported here because the gate is what it configures.
 from cosmic_curriculum.workspace.config import GateSettings
 
-Verdict = Literal["pass", "fail", "continue"]
+__all__ = ["GateDecision", "GateSettings", "Verdict", "decide"]
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,9 @@ def decide(
     draws: int,
     pair_scores: Sequence[float] | None = None,
     planned_episodes: int | None = None,
+    *,
+    successes: int | None = None,
+    returns: Sequence[float] | None = None,
 ) -> GateDecision:
     """Judge the candidate (``wins_a``) against the reference (``wins_b``) so far.
 
@@ -77,11 +81,19 @@ def decide(
     iff the LLR is negative. With ``pair_scores`` (one mean candidate score per
     seat-swapped pair, covering all the episodes) the LLR uses the pentanomial model,
     otherwise the trinomial one.
+    ``threshold``: on success, the SPRT of ``successes`` (default ``wins_a``: a won
+    episode succeeds) over the episodes; on return, the rule on ``returns`` (one per
+    episode); capped at ``planned_episodes`` (default ``settings.max_episodes``). Its
+    summary and stats are the threshold rule's own (:mod:`threshold`).
     """
     for name, value in (("wins_a", wins_a), ("wins_b", wins_b), ("draws", draws)):
         if value < 0:
             raise ValueError(f"{name} must be >= 0, got {value}")
     n = wins_a + wins_b + draws
+    if settings.rule == "threshold":
+        cap = settings.max_episodes if planned_episodes is None else planned_episodes
+        won = wins_a if successes is None else successes
+        return _decide_threshold(settings, won, n, returns, cap)
     info: dict[str, Any] = dict(stats.describe(wins_a, wins_b, draws))
     info["rule"] = settings.rule
     verdict: Verdict
@@ -139,6 +151,22 @@ def decide(
         extra = f", LLR {signed(llr, 2)} in ({signed(lower, 2)}, {signed(upper, 2)})"
     summary = f"{stats.counts_summary(wins_a, wins_b, draws)}{extra} → {verdict}"
     return GateDecision(verdict=verdict, rule=settings.rule, summary=summary, stats=info)
+
+
+def _decide_threshold(
+    settings: GateSettings,
+    successes: int,
+    episodes: int,
+    returns: Sequence[float] | None,
+    cap: int,
+) -> GateDecision:
+    if settings.measure == "return":
+        if returns is None:
+            raise ValueError('measure = "return" needs the per-episode returns')
+        verdict, summary, info = threshold.decide_return(settings, returns, cap)
+    else:
+        verdict, summary, info = threshold.decide_success(settings, successes, episodes, cap)
+    return GateDecision(verdict=verdict, rule="threshold", summary=summary, stats=info)
 
 
 # --- Monte Carlo of the rules' operating characteristics (pure numpy, no I/O) -------------

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from cosmic_curriculum.scoring import signed
 
 if TYPE_CHECKING:  # pydantic: a cached `status` never imports it
+    from cosmic_curriculum.workspace.gate_settings import GateSettings
     from cosmic_curriculum.workspace.state import LogEntry
 
 
@@ -59,17 +60,23 @@ def review_markdown(
     force_command: str,
     skip_command: str,
     reason: str,
+    gate: GateSettings | None = None,
 ) -> str:
-    """`logs/review-<stage>.md`: what each attempt of a blocked stage did, and what next."""
+    """`logs/review-<stage>.md`: what each attempt of a blocked stage did, and what next.
+
+    ``gate`` (default: the margin rule at ``margin``) is the rule that decided: each row
+    says its verdict in that rule's terms, never a margin the rule did not apply."""
+    rule = "margin" if gate is None else gate.rule
     out = [
         f"# Review: stage {stage_number} `{stage_name}` is blocked",
         "",
         reason,
         "",
-        f"Gate: fail iff reference win rate − candidate win rate ≥ {margin:g}.",
+        _rule_line(gate, margin),
         "",
-        "| attempt | experiment | W-L-D / N | candidate | reference | gap | vs margin "
-        "| log | bot |",
+        "| attempt | experiment | W-L-D / N | candidate | reference | gap | "
+        + ("vs margin" if rule == "margin" else f"{rule} gate")
+        + " | log | bot |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for entry in entries:
@@ -79,12 +86,16 @@ def review_markdown(
             counts = f"{row['wins_a']}-{row['wins_b']}-{row['draws']} / {row['episodes']}"
             gap = signed(row["gap"] or 0.0, 2)
             verdict = "fails" if entry.decision == "fail" else "passes"
+            if rule == "margin":
+                said = f"{verdict} ({gap} {'≥' if entry.decision == 'fail' else '<'} {margin:g})"
+            else:  # the figures are the rule's own, in the summary below
+                said = f"{verdict} ({rule}: see its summary)"
             cells = [
                 counts,
                 pct(row["candidate_win_rate"]),
                 pct(row["reference_win_rate"]),
                 gap,
-                f"{verdict} ({gap} {'≥' if entry.decision == 'fail' else '<'} {margin:g})",
+                said,
             ]
         else:
             cells = ["–", "–", "–", "–", entry.override or entry.decision]
@@ -97,7 +108,12 @@ def review_markdown(
         f"- {e.experiment}: {e.summary}" for e in entries if e.summary and e.decision == "fail"
     ]
     if summaries:
-        out += ["", "Gate summaries (counts, gap ± 95% interval, Elo ± 95%):", "", *summaries]
+        what = {
+            "margin": "counts, gap ± 95% interval, Elo ± 95%",
+            "sprt": "counts, gap ± 95% interval, Elo ± 95%, LLR and its bounds",
+            "threshold": "the measure with its 95% interval, the target, the test's figures",
+        }[rule]
+        out += ["", f"Gate summaries ({what}):", "", *summaries]
     out += [
         "",
         "## Continue",
@@ -112,3 +128,25 @@ def review_markdown(
         "",
     ]
     return "\n".join(out)
+
+
+def _rule_line(gate: GateSettings | None, margin: float) -> str:
+    """What the stage's gate asks, in one sentence."""
+    if gate is None or gate.rule == "margin":
+        return f"Gate: fail iff reference win rate − candidate win rate ≥ {margin:g}."
+    if gate.rule == "sprt":
+        return (
+            f"Gate: SPRT of no regression against a win-rate gap of {gate.gap:g} "
+            f"(α {gate.alpha:g}, β {gate.beta:g}, at most {gate.max_episodes} episodes)."
+        )
+    if gate.measure == "return":
+        return (
+            f"Gate: threshold, pass only when the mean return reaches {gate.target:g} "
+            f"(its 95% interval above it; at most {gate.max_episodes} episodes)."
+        )
+    low, high = (gate.target or 0.0) - gate.delta, (gate.target or 0.0) + gate.delta
+    return (
+        f"Gate: threshold, pass only when the success rate reaches {gate.target:g} "
+        f"(SPRT of {low:g} against {high:g}, α {gate.alpha:g}, β {gate.beta:g}, at most "
+        f"{gate.max_episodes} episodes)."
+    )

@@ -33,7 +33,6 @@ from cosmic_curriculum.defaults import (
     CANDIDATES,
     DECISION_TICKS,
     EVAL_EPISODES,
-    GATE_RULE,
     LAUNCHER_KIND,
     MAX_RETRIES,
     N_PARALLEL,
@@ -43,16 +42,13 @@ from cosmic_curriculum.defaults import (
     RAY_NUM_GPUS,
     REFERENCE_BOT,
     REGRESSION_MARGIN,
-    SPRT_ALPHA,
-    SPRT_BATCH_PAIRS,
-    SPRT_BETA,
-    SPRT_CHECK,
-    SPRT_GAP,
-    SPRT_MAX_EPISODES,
     STAGE_TIMESTEPS,
     STANDING_ARGS,
     TRAINING_COMMAND,
 )
+
+# Re-exported: the config's readers name the gate's settings from here.
+from cosmic_curriculum.workspace.gate_settings import GateSettings as GateSettings
 
 STAGE_NAME_RE = re.compile(r"^[a-z0-9_-]+$")
 
@@ -70,65 +66,6 @@ Arg = Annotated[str, AfterValidator(_no_nul)]
 
 # What a notifier can be told; `notify_on` picks among them (default: NOTIFY_ON).
 NotifyEvent = Literal["blocked", "done", "attempt_error", "interrupted", "passed", "failed"]
-
-
-class GateSettings(BaseModel):
-    """How a stage's candidate is judged against its reference.
-
-    ``margin`` (the reference rule): play ``episodes`` episodes and fail iff the
-    reference's win rate exceeds the candidate's by at least ``regression_margin``.
-    ``sprt``: a sequential test that stops as soon as it can tell "no regression" (score
-    0.5) from a regression of ``gap`` in win rate (score ``0.5 - gap/2``), with error
-    rates ``alpha`` (passing such a regression) and ``beta`` (failing an equal
-    candidate), capped at ``max_episodes`` (then fail iff the LLR is negative).
-    The evaluator plays ``batch_pairs`` seat-swapped pairs per vectorised call. With
-    ``check = "pair"`` (default) the test looks after every pair of a batch, in order,
-    and pairs after the deciding one are discarded (simulated games are cheap; the error
-    rates and episode counts are those of a per-pair test); with ``check = "batch"`` it
-    looks only after whole batches (for costly games: fewer looks, 13-20% more episodes
-    at 5 pairs). See docs/GATES.md for measured error rates.
-    """
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    # Each description is also the help text of the `gate simulate` option built from
-    # the field (cli/gate.py), hence the option names in them.
-    rule: Literal["margin", "sprt"] = GATE_RULE
-    episodes: int = Field(
-        EVAL_EPISODES,
-        ge=2,
-        description="margin: episodes played (even: the evaluator plays pairs).",
-    )
-    regression_margin: float = Field(
-        REGRESSION_MARGIN,
-        gt=0.0,
-        lt=1.0,
-        description="margin: regression_margin (fail iff the reference's win rate exceeds "
-        "the candidate's by at least this).",
-    )
-    gap: float = Field(
-        SPRT_GAP, gt=0.0, lt=1.0, description="SPRT: the regression (win-rate gap) of H0."
-    )
-    alpha: float = Field(
-        SPRT_ALPHA, gt=0.0, lt=0.5, description="SPRT: rate of passing a regression of --gap."
-    )
-    beta: float = Field(
-        SPRT_BETA, gt=0.0, lt=0.5, description="SPRT: rate of failing an equal candidate."
-    )
-    max_episodes: int = Field(
-        SPRT_MAX_EPISODES,
-        ge=2,
-        description="SPRT: episode cap (even: the evaluator plays pairs).",
-    )
-    batch_pairs: int = Field(SPRT_BATCH_PAIRS, ge=1, description="Pairs per batch.")
-    check: Literal["pair", "batch"] = Field(
-        SPRT_CHECK, description="pair or batch (see docs/GATES.md)."
-    )
-
-    @property
-    def check_pairs(self) -> int:
-        """Pairs between two looks of the sequential test."""
-        return 1 if self.check == "pair" else self.batch_pairs
 
 
 class _Strict(BaseModel):
@@ -358,7 +295,7 @@ class CurriculumConfig(_Strict):
                 "standing_args": list(self.standing_args),
                 "timesteps": self.stage_timesteps(i),
                 "reference_bot": _reference_definition(self.stage_reference(i)),
-                "gate": self.stage_gate(i).model_dump(),
+                "gate": self.stage_gate(i).definition(),
             }
             for i, stage in enumerate(self.stages)
         ]

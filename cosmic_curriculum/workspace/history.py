@@ -8,6 +8,7 @@ are. Every write is atomic, so a crash leaves the old or the new list, never a t
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,30 @@ def validate_record(record: Any, where: str) -> None:
             f"{record['wins_a'] + record['wins_b'] + record['draws']} but episodes = "
             f"{record['episodes']}"
         )
+    _validate_threshold_keys(record, where)
+
+
+def _validate_threshold_keys(record: dict[str, Any], where: str) -> None:
+    """The threshold gate's inputs, when a record carries them (docs/GATES.md)."""
+    episodes = record["episodes"]
+    if "successes" in record:
+        value = record["successes"]
+        if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= episodes:
+            raise StateError(
+                f"{where}: 'successes' must be a whole number in [0, episodes = {episodes}], "
+                f"got {value!r}"
+            )
+    if "returns" in record:
+        value = record["returns"]
+        if not isinstance(value, list) or len(value) != episodes:
+            got = f"{len(value)} values" if isinstance(value, list) else repr(value)
+            raise StateError(
+                f"{where}: 'returns' must be a list of one return per episode "
+                f"({episodes}), got {got}"
+            )
+        for r in value:
+            if not isinstance(r, int | float) or isinstance(r, bool) or not math.isfinite(r):
+                raise StateError(f"{where}: 'returns' must hold finite numbers, got {r!r}")
 
 
 def load(path: Path) -> list[dict[str, Any]]:

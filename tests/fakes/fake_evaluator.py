@@ -5,7 +5,9 @@ one record ``{wins_a, wins_b, draws, episodes, candidate, reference}`` to
 ``eval_history.json``. Outcomes come from the JSON file named by ``FAKE_EVAL_SCRIPT``: an
 object mapping a candidate bot's stem (experiment name) or ``"*"`` to ``"pass"``,
 ``"fail"``, ``"boundary"`` (a gap of exactly the 0.15 margin: a fail), ``"error"``
-(exit 4 without a record) or explicit ``[wins_a, wins_b, draws]``; ``"<stem>#<n>"`` is
+(exit 4 without a record), explicit ``[wins_a, wins_b, draws]`` or an object of keys
+added to the record (``{"successes": 1}``: counts the margin rule passes, and what the
+threshold gate reads); ``"<stem>#<n>"`` is
 the outcome of that candidate's n-th evaluation (from 1) and comes first. ``"sleep"``
 (seconds) delays the evaluation. Each run appends ``{candidate, reference, argv}`` to
 ``fake_evals.jsonl``.
@@ -46,6 +48,8 @@ def main() -> int:
     elif outcome == "boundary":
         # reference - candidate == 0.15 exactly: the margin rule fails it
         wins_a, wins_b = episodes * 30 // 100, episodes * 45 // 100
+    elif isinstance(outcome, dict):  # {"successes": s}: the threshold gate's record
+        wins_a, wins_b = episodes // 2, episodes // 2 - episodes // 10  # margin: a pass
     else:
         wins_a, wins_b, _ = outcome  # type: ignore[misc]
     draws = episodes - wins_a - wins_b
@@ -60,6 +64,7 @@ def main() -> int:
             "candidate": candidate,
             "reference": reference,
         }
+        | (outcome if isinstance(outcome, dict) else {})
     )
     tmp = path.with_name(".eval_history.json.tmp-fake")
     tmp.write_text(json.dumps(records, indent=2) + "\n")

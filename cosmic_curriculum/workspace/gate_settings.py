@@ -1,0 +1,151 @@
+"""`GateSettings`: how a stage's candidate is judged (`[gate]`, `[stages.gate]`).
+
+Kept apart from the rest of `stages.toml`'s models (``config.py`` re-exports it) so each
+stays short; numpy-free, so `status` starts fast. docs/GATES.md explains every rule.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+
+from cosmic_curriculum.defaults import (
+    EVAL_EPISODES,
+    GATE_RULE,
+    REGRESSION_MARGIN,
+    SPRT_ALPHA,
+    SPRT_BATCH_PAIRS,
+    SPRT_BETA,
+    SPRT_CHECK,
+    SPRT_GAP,
+    SPRT_MAX_EPISODES,
+    THRESHOLD_DELTA,
+    THRESHOLD_MEASURE,
+    THRESHOLD_MIN_EPISODES,
+)
+
+# The threshold rule's own fields: left out of a margin or sprt gate's stage definition,
+# so adding them changed no existing workspace's config hash.
+THRESHOLD_FIELDS = frozenset({"measure", "target", "delta", "min_episodes"})
+
+
+class GateSettings(BaseModel):
+    """How a stage's candidate is judged against its reference.
+
+    ``margin`` (the reference rule): play ``episodes`` episodes and fail iff the
+    reference's win rate exceeds the candidate's by at least ``regression_margin``.
+    ``sprt``: a sequential test that stops as soon as it can tell "no regression" (score
+    0.5) from a regression of ``gap`` in win rate (score ``0.5 - gap/2``), with error
+    rates ``alpha`` (passing such a regression) and ``beta`` (failing an equal
+    candidate), capped at ``max_episodes`` (then fail iff the LLR is negative).
+    ``threshold``: pass only when the bot reaches ``target``: on ``measure = "success"``
+    a Wald SPRT of success probability ``target - delta`` (H0, passed with rate
+    ``alpha``) against ``target + delta`` (H1, failed with rate ``beta``), capped at
+    ``max_episodes``; on ``measure = "return"`` a sequential normal interval of the mean
+    return (after ``min_episodes``), approximate error rates.
+    The evaluator plays ``batch_pairs`` seat-swapped pairs per vectorised call. With
+    ``check = "pair"`` (default) the test looks after every pair of a batch, in order,
+    and pairs after the deciding one are discarded (simulated games are cheap; the error
+    rates and episode counts are those of a per-pair test); with ``check = "batch"`` it
+    looks only after whole batches (for costly games: fewer looks, 13-20% more episodes
+    at 5 pairs). See docs/GATES.md for measured error rates.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    # Each description is also the help text of the `gate simulate` option built from
+    # the field (cli/gate.py), hence the option names in them.
+    rule: Literal["margin", "sprt", "threshold"] = GATE_RULE
+    episodes: int = Field(
+        EVAL_EPISODES,
+        ge=2,
+        description="margin: episodes played (even: the evaluator plays pairs).",
+    )
+    regression_margin: float = Field(
+        REGRESSION_MARGIN,
+        gt=0.0,
+        lt=1.0,
+        description="margin: regression_margin (fail iff the reference's win rate exceeds "
+        "the candidate's by at least this).",
+    )
+    gap: float = Field(
+        SPRT_GAP, gt=0.0, lt=1.0, description="SPRT: the regression (win-rate gap) of H0."
+    )
+    alpha: float = Field(
+        SPRT_ALPHA,
+        gt=0.0,
+        lt=0.5,
+        description="SPRT: rate of passing a regression of --gap (threshold: a bot at "
+        "target - delta).",
+    )
+    beta: float = Field(
+        SPRT_BETA,
+        gt=0.0,
+        lt=0.5,
+        description="SPRT: rate of failing an equal candidate (threshold: a bot at "
+        "target + delta).",
+    )
+    max_episodes: int = Field(
+        SPRT_MAX_EPISODES,
+        ge=2,
+        description="SPRT and threshold: episode cap (even: the evaluator plays pairs).",
+    )
+    batch_pairs: int = Field(SPRT_BATCH_PAIRS, ge=1, description="Pairs per batch.")
+    check: Literal["pair", "batch"] = Field(
+        SPRT_CHECK, description="pair or batch (see docs/GATES.md)."
+    )
+    measure: Literal["success", "return"] = Field(
+        THRESHOLD_MEASURE, description="threshold: success (rate) or return (mean)."
+    )
+    delta: float = Field(
+        THRESHOLD_DELTA,
+        gt=0.0,
+        description="threshold on success: half-width of the indifference band around --target.",
+    )
+    min_episodes: int = Field(
+        THRESHOLD_MIN_EPISODES,
+        ge=2,
+        description="threshold on return: episodes before the interval may decide.",
+    )
+    # Declared last: its check reads rule, measure and delta (validated before it).
+    target: float | None = Field(
+        None,
+        validate_default=True,
+        description="threshold: the success rate (or mean return) the bot must reach.",
+    )
+
+    @field_validator("target", mode="before")
+    @classmethod
+    def _target_accepts_ints(cls, value: Any) -> Any:
+        return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+    @field_validator("target")
+    @classmethod
+    def _target_fits_the_rule(cls, value: float | None, info: ValidationInfo) -> float | None:
+        if info.data.get("rule") != "threshold":
+            return value
+        if value is None:
+            raise ValueError(
+                'rule = "threshold" needs a target: set target = 0.9 (the success rate the '
+                "bot must reach) or another value"
+            )
+        delta = info.data.get("delta")
+        success = info.data.get("measure", THRESHOLD_MEASURE) == "success"
+        if success and delta is not None and not (value - delta > 0.0 and value + delta < 1.0):
+            raise ValueError(
+                f"target {value:g} with delta {delta:g}: a success rate's band "
+                f"target ± delta must lie inside (0, 1); choose a target in "
+                f"({delta:g}, {1 - delta:g}) or a smaller delta"
+            )
+        return value
+
+    @property
+    def check_pairs(self) -> int:
+        """Pairs between two looks of the sequential test."""
+        return 1 if self.check == "pair" else self.batch_pairs
+
+    def definition(self) -> dict[str, Any]:
+        """What identifies this gate in a stage's definition (the config hash)."""
+        exclude = set() if self.rule == "threshold" else set(THRESHOLD_FIELDS)
+        return self.model_dump(exclude=exclude)
