@@ -40,8 +40,11 @@ RAY_NUM_GPUS: Final = 0.0
 RAY_NUM_CPUS: Final = 1.0
 # [launcher] address without one and without RAY_ADDRESS: `ray start --head` here.
 RAY_DASHBOARD_ADDRESS: Final = "http://127.0.0.1:8265"
-# The preset `init` copies.
+# The preset `init` copies (`init --bare` copies BARE_PRESET).
 PRESET: Final = "default"
+BARE_PRESET: Final = "bare"
+# The environment a stage trains in ([env] kind): the embedded two-player arena game.
+ENV_KIND: Final = "arena"
 
 # --- the regression gate (stages.toml's eval_episodes, regression_margin, [gate]) ------
 

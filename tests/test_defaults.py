@@ -31,6 +31,7 @@ from cosmic_curriculum.workspace.config import (
     LauncherConfig,
 )
 from cosmic_curriculum.workspace.config_file import load_config
+from cosmic_curriculum.workspace.env_config import EnvSpec
 from cosmic_curriculum.workspace.state import Attempt
 
 PACKAGE = Path(cosmic_curriculum.__file__).parent
@@ -64,6 +65,7 @@ FIELD_DEFAULTS: list[tuple[type[BaseModel], str, Any]] = [
     (Defaults, "n_parallel", d.N_PARALLEL),
     (Defaults, "speedup", d.DECISION_TICKS),
     (LauncherConfig, "kind", d.LAUNCHER_KIND),
+    (EnvSpec, "kind", d.ENV_KIND),
     (LauncherConfig, "num_gpus", d.RAY_NUM_GPUS),
     (LauncherConfig, "num_cpus", d.RAY_NUM_CPUS),
     (ExecReference, "timeout", d.BOT_TIMEOUT_SECONDS),

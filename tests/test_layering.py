@@ -31,13 +31,14 @@ ALLOWED: dict[str, set[str]] = {
     "vcs": {"system", *LEAVES},
     "workspace": {"vcs", "bots", "system", "progress", *LEAVES},
     "evaluation": {"workspace", "bots", "arena", "system", *LEAVES},
+    "envs": {"workspace", "system", *LEAVES},
     "core": {"workspace", "evaluation", *LEAVES},
     "launchers": {"workspace", "system", "progress", *LEAVES},
     "reports": {"core", "evaluation", "workspace", "system", "progress", *LEAVES},
     "status": {"core", "reports", "workspace", "system", "progress", *LEAVES},
     "train": {"reports", "bots", "arena", "workspace", "vcs", "system", "progress", *LEAVES},
     "curriculum": {
-        *("core", "reports", "evaluation", "launchers", "workspace", "bots", "vcs"),
+        *("core", "reports", "evaluation", "envs", "launchers", "workspace", "bots", "vcs"),
         *("system", "progress", *LEAVES),
     },
     "cli": {

@@ -10,6 +10,7 @@ import typer
 
 from cosmic_curriculum.cli.app import OneLineUsageCommand, app, guarded
 from cosmic_curriculum.defaults import (
+    BARE_PRESET,
     DECISION_TICKS,
     N_PARALLEL,
     PRESET,
@@ -176,20 +177,32 @@ def attach_command(
 @app.command("init", cls=OneLineUsageCommand)
 def init_command(
     workspace: Annotated[Path, typer.Argument(help="Directory to create (empty or new).")],
-    preset: Annotated[str, typer.Option(help="Curriculum preset: default or quick.")] = PRESET,
+    preset: Annotated[str, typer.Option(help="Curriculum preset: default, quick, bare.")] = PRESET,
+    bare: Annotated[
+        bool,
+        typer.Option(
+            "--bare",
+            help="No arena defaults, bots or trainer: for your own environment, trainer "
+            "and evaluator (docs/ENVIRONMENTS.md).",
+        ),
+    ] = False,
 ) -> None:
     """Create a fresh workspace: stages.toml, rookie and veteran bots, training script,
     state, git."""
 
     def go() -> None:
+        from cosmic_curriculum.errors import ConfigError
         from cosmic_curriculum.workspace.init import init_workspace
 
-        result = init_workspace(workspace, preset)
+        if bare and preset != PRESET:
+            raise ConfigError(f"--bare and --preset {preset} exclude each other; choose one")
+        result = init_workspace(workspace, BARE_PRESET if bare else preset)
         verb = "updated" if result.already else "created"
         made = ", ".join(result.created) or "nothing new"
         sys.stdout.write(f"{verb} workspace {result.workspace}: {made}\n")
         for note in result.notes:
             sys.stdout.write(f"note: {note}\n")
-        sys.stdout.write(f"next: cd {result.workspace} && cosmic-curriculum run --detach\n")
+        edit = f"edit {result.workspace / 'stages.toml'}, then " if bare else ""
+        sys.stdout.write(f"next: {edit}cd {result.workspace} && cosmic-curriculum run --detach\n")
 
     guarded(go)

@@ -30,20 +30,24 @@ def training_argv(
     seed: int | None = None,
 ) -> list[str]:
     """The training command of ``flight`` (or of its candidate ``experiment``, which gets
-    ``--seed``)."""
-    cfg, opts = run.config, run.opts
+    ``--seed``). ``--n-parallel`` and ``--speedup`` are the arena's: another kind of env
+    gets ``--env <its spec as JSON>`` instead (docs/ENVIRONMENTS.md)."""
+    cfg, opts, i = run.config, run.opts, flight.stage_index
+    env = cfg.stage_env(i)
     argv = [
         *run.resolve_program(cfg.training_command),
         experiment or flight.experiment,
         "--timesteps",
-        str(flight.timesteps or cfg.stage_timesteps(flight.stage_index, opts.timesteps)),
-        "--n-parallel",
-        str(opts.n_parallel or cfg.defaults.n_parallel),
-        "--speedup",
-        str(opts.speedup or cfg.defaults.speedup),
-        *cfg.standing_args,
-        *cfg.stages[flight.stage_index].flags,
+        str(flight.timesteps or cfg.stage_timesteps(i, opts.timesteps)),
     ]
+    if env.kind == "arena":
+        argv += [
+            *("--n-parallel", str(opts.n_parallel or cfg.defaults.n_parallel)),
+            *("--speedup", str(opts.speedup or cfg.defaults.speedup)),
+        ]
+    else:
+        argv += ["--env", env.to_argument()]
+    argv += [*cfg.stage_standing_args(i), *cfg.stages[i].flags]
     if resume:
         argv += ["--resume", resume]
     return argv if seed is None else [*argv, "--seed", str(seed)]

@@ -2,8 +2,8 @@
 
 Clean stale temp files → load the state (corrupt: refuse, never overwrite) → follow or stop
 a trainer an earlier run recorded → git preflight → stage range, history and config change
-→ finish an attempt left at ``decided`` → overrides → trainer, evaluator and reference bot
-→ a catch-up commit of anything a crash left uncommitted.
+→ finish an attempt left at ``decided`` → overrides → trainer, each stage's environment,
+evaluator and reference bot → a catch-up commit of anything a crash left uncommitted.
 """
 
 from __future__ import annotations
@@ -288,6 +288,9 @@ def _preflight_commands(run: Run) -> None:
     run.launcher.check(run.ws)
     config = run.config
     _check_executable(run, config.training_command[0], "training_command")
+    from cosmic_curriculum.envs.check import check_stage_envs  # gymnasium, if a stage uses it
+
+    check_stage_envs(config, run.state.stage_index, run.opts.timesteps is not None)
     if config.evaluation_command:
         _check_executable(run, config.evaluation_command[0], "evaluation_command")
     i = run.state.stage_index

@@ -1,8 +1,9 @@
 """Train an attempt through the launcher, or adopt what an orphaned trainer finished.
 
-The training command's contract (README): called in the workspace as
+The training command's contract (docs/ENVIRONMENTS.md): called in the workspace as
 ``CMD EXPERIMENT --timesteps N --n-parallel N --speedup N [standing args] [stage flags]
-[--resume CHECKPOINT] [--seed K]``; it leaves ``checkpoints/EXPERIMENT/final.zip`` and
+[--resume CHECKPOINT] [--seed K]`` (a non-arena env: ``--env JSON`` in place of
+``--n-parallel``/``--speedup``); it leaves ``checkpoints/EXPERIMENT/final.zip`` and
 ``bots/EXPERIMENT.json`` and exits 0. ``--seed K`` is given only to candidate k of an
 attempt with ``candidates = K > 1`` (:mod:`~cosmic_curriculum.curriculum.candidates`).
 """

@@ -46,6 +46,7 @@ from cosmic_curriculum.defaults import (
     STANDING_ARGS,
     TRAINING_COMMAND,
 )
+from cosmic_curriculum.workspace.env_config import EnvOverride, EnvSpec, check_envs, merged_env
 
 # Re-exported: the config's readers name the gate's settings from here.
 from cosmic_curriculum.workspace.gate_settings import GateSettings as GateSettings
@@ -134,6 +135,7 @@ class StageConfig(_Strict):
     reference_bot: ReferenceBot | None = None
     gate: dict[str, Any] | None = None
     candidates: int | None = Field(None, ge=1, le=MAX_CANDIDATES)
+    env: EnvOverride | None = None  # the keys of [env] this stage replaces
 
     @field_validator("name")
     @classmethod
@@ -206,6 +208,7 @@ class CurriculumConfig(_Strict):
     candidates: int = Field(CANDIDATES, ge=1, le=MAX_CANDIDATES)
     defaults: Defaults = Field(default_factory=Defaults)
     gate: dict[str, Any] = Field(default_factory=dict)
+    env: EnvSpec | None = None  # before `stages`: their check merges it
     stages: list[StageConfig] = Field(min_length=1)
     launcher: LauncherConfig = Field(default_factory=LauncherConfig)
     path: Path = Field(Path("stages.toml"), exclude=True)
@@ -250,6 +253,12 @@ class CurriculumConfig(_Strict):
             seen.add(stage.name)
         return value
 
+    @field_validator("stages")
+    @classmethod
+    def _stage_envs_complete(cls, value: list[StageConfig], info: ValidationInfo) -> Any:
+        check_envs(info.data.get("env"), [(s.name, s.env) for s in value])
+        return value
+
     # -- effective settings -------------------------------------------------------------
 
     def stage_gate(self, index: int) -> GateSettings:
@@ -267,6 +276,15 @@ class CurriculumConfig(_Strict):
         if override is not None:
             return override
         return self.stages[index].timesteps or self.defaults.timesteps
+
+    def stage_env(self, index: int) -> EnvSpec:
+        """Stage ``index``'s environment: [env], with the stage's own ``env`` keys over it."""
+        return merged_env(self.env, self.stages[index].env)
+
+    def stage_standing_args(self, index: int) -> list[str]:
+        """The standing args of stage ``index``: the arena's defaults reach no other kind."""
+        own = self.stage_env(index).kind == "arena" or "standing_args" in self.model_fields_set
+        return list(self.standing_args) if own else []
 
     def stage_candidates(self, index: int) -> int:
         """How many candidates each attempt of stage ``index`` trains: the stage's
@@ -292,10 +310,12 @@ class CurriculumConfig(_Strict):
             {
                 "name": stage.name,
                 "flags": list(stage.flags),
-                "standing_args": list(self.standing_args),
+                "standing_args": self.stage_standing_args(i),
                 "timesteps": self.stage_timesteps(i),
                 "reference_bot": _reference_definition(self.stage_reference(i)),
                 "gate": self.stage_gate(i).definition(),
+                # Only when configured: the hashes of workspaces without [env] stay.
+                **({"env": self.stage_env(i).model_dump()} if self.env or stage.env else {}),
             }
             for i, stage in enumerate(self.stages)
         ]

@@ -14,11 +14,11 @@ from cosmic_curriculum.system import fsio
 from cosmic_curriculum.workspace.config import CurriculumConfig
 from cosmic_curriculum.workspace.config_errors import describe
 
-PRESETS = ("default", "quick")
+PRESETS = ("default", "quick", "bare")
 
 
 def preset_path(name: str) -> Path:
-    """The packaged `stages.toml` of a preset (``default`` or ``quick``)."""
+    """The packaged `stages.toml` of a preset (``default``, ``quick`` or ``bare``)."""
     if name not in PRESETS:
         raise ConfigError(f"--preset {name!r} is unknown; choose one of: {', '.join(PRESETS)}")
     return DATA_DIR / "presets" / f"{name}.toml"

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cosmic_curriculum import DATA_DIR
-from cosmic_curriculum.defaults import PRESET
+from cosmic_curriculum.defaults import BARE_PRESET, PRESET
 from cosmic_curriculum.errors import ConfigError, CurriculumError
 from cosmic_curriculum.system.fsio import atomic_write_json, atomic_write_text
 from cosmic_curriculum.workspace.config_file import preset_path
@@ -67,7 +67,9 @@ def _write_scripted(ws: Path, name: str) -> None:
 def init_workspace(path: Path, preset: str = PRESET) -> InitResult:
     """Create a fresh workspace at ``path`` (or fill in what an existing one lacks).
 
-    Never overwrites a file; refuses a non-empty directory that is not a workspace.
+    Never overwrites a file; refuses a non-empty directory that is not a workspace. The
+    bare preset gets neither the arena's bots nor its training script: its trainer,
+    evaluator and reference are the user's (docs/ENVIRONMENTS.md).
     """
     ws = Path(path).resolve()
     source = preset_path(preset)
@@ -88,14 +90,20 @@ def init_workspace(path: Path, preset: str = PRESET) -> InitResult:
     if not (ws / "stages.toml").exists():
         atomic_write_text(ws / "stages.toml", source.read_text(encoding="utf-8"))
         created.append("stages.toml")
-    for name in SCRIPTED_BOTS:
+    bare = preset == BARE_PRESET
+    for name in () if bare else SCRIPTED_BOTS:
         bot = f"bots/{name}.json"
         if not (ws / bot).exists():
             _write_scripted(ws, name)
             created.append(bot)
     trainer = ws / "scripts" / "run_training.sh"
     shipped_trainer = DATA_DIR / "run_training.sh"
-    if not trainer.exists():
+    if bare:
+        notes.append(
+            "fill in training_command, evaluation_command and reference_bot in "
+            "stages.toml (docs/ENVIRONMENTS.md; examples/gymnasium/ is a complete pair)"
+        )
+    elif not trainer.exists():
         if shipped_trainer.is_file():
             shutil.copyfile(shipped_trainer, trainer)
             trainer.chmod(0o755)

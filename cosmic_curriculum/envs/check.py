@@ -1,0 +1,66 @@
+"""Every stage's environment, checked before any training: the kinds that exist, a budget
+of its own, a Gymnasium env that builds, and the same spaces from stage to stage (a stage
+warm-starts from the previous stage's checkpoint, whose policy has the previous spaces)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cosmic_curriculum.errors import ConfigError
+from cosmic_curriculum.workspace.config import CurriculumConfig
+
+
+def check_stage_envs(config: CurriculumConfig, first: int, timesteps_given: bool) -> None:
+    """Check stages ``first``.. (and the one before, which they warm-start from); a
+    problem is a one-line ConfigError naming the file and the stage."""
+    previous: tuple[str, str, tuple[Any, Any] | None] | None = None  # (label, kind, spaces)
+    for i in range(max(0, first - 1), len(config.stages)):
+        stage, spec = config.stages[i], config.stage_env(i)
+        label = f"stage {i + 1} {stage.name}"
+        where = f"{config.path}: {label}"
+        if spec.kind == "pettingzoo":
+            raise ConfigError(
+                f"{where}: env.kind 'pettingzoo' is not built yet; use a single-agent "
+                'kind = "gymnasium" env (or kind = "arena") for now'
+            )
+        budget_set = stage.timesteps is not None or "timesteps" in config.defaults.model_fields_set
+        if spec.kind != "arena" and not (budget_set or timesteps_given):
+            raise ConfigError(
+                f"{where}: timesteps is not set and the default "
+                f"({config.defaults.timesteps:,}) is the arena's budget; set timesteps in "
+                "the stage or in [defaults], or pass run --timesteps"
+            )
+        found = None
+        if spec.kind == "gymnasium":
+            from cosmic_curriculum.envs.gymnasium import spaces
+
+            try:
+                found = spaces(spec)
+            except ConfigError as exc:
+                raise ConfigError(f"{where}: {exc}") from None
+        if previous is not None:
+            _same_as_previous(where, previous, spec.kind, found)
+        previous = (label, spec.kind, found)
+
+
+def _same_as_previous(
+    where: str,
+    previous: tuple[str, str, tuple[Any, Any] | None],
+    kind: str,
+    found: tuple[Any, Any] | None,
+) -> None:
+    label, old_kind, old = previous
+    if old_kind != kind:
+        raise ConfigError(
+            f"{where}: env.kind {kind!r} follows {label}'s {old_kind!r}, but a stage "
+            "warm-starts from the previous stage's checkpoint; give every stage the same kind"
+        )
+    if old is None or found is None:
+        return
+    for what, was, now in zip(("observation", "action"), old, found, strict=True):
+        if was != now:
+            raise ConfigError(
+                f"{where}: env {what} space {now} differs from {label}'s {was}, but a stage "
+                "warm-starts from the previous stage's checkpoint; make the spaces agree "
+                "(env.kwargs or env.wrappers) or start a separate curriculum"
+            )

@@ -1,0 +1,140 @@
+"""Preflight's check of each stage's env, with real Gymnasium environments: every problem
+is one line naming the stage, the key, its value and the fix."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from cosmic_curriculum.envs.check import check_stage_envs
+from cosmic_curriculum.envs.gymnasium import make_env
+from cosmic_curriculum.errors import ConfigError
+from cosmic_curriculum.workspace.config_file import load_config
+
+LAKE = '[env]\nkind = "gymnasium"\nid = "FrozenLake-v1"\n[defaults]\ntimesteps = 1000\n'
+
+
+def problem(tmp_path: Path, text: str, first: int = 0, timesteps_given: bool = False) -> str:
+    (tmp_path / "stages.toml").write_text(text)
+    config = load_config(tmp_path / "stages.toml")
+    with pytest.raises(ConfigError) as info:
+        check_stage_envs(config, first, timesteps_given)
+    message = str(info.value)
+    assert "\n" not in message and str(tmp_path / "stages.toml") in message
+    return message
+
+
+def passes(tmp_path: Path, text: str) -> None:
+    (tmp_path / "stages.toml").write_text(text)
+    check_stage_envs(load_config(tmp_path / "stages.toml"), 0, False)
+
+
+def test_a_good_curriculum_passes(tmp_path: Path) -> None:
+    passes(
+        tmp_path,
+        LAKE + '[[stages]]\nname = "a"\nenv = {kwargs = {is_slippery = false}}\n'
+        '[[stages]]\nname = "b"\nenv = {kwargs = {is_slippery = true}, wrappers = '
+        '[{call = "gymnasium.wrappers:TimeLimit", kwargs = {max_episode_steps = 50}}]}\n',
+    )
+
+
+def test_an_unknown_id_names_the_close_matches(tmp_path: Path) -> None:
+    text = LAKE.replace("FrozenLake-v1", "FrozenLak-v1") + '[[stages]]\nname = "a"\n'
+    message = problem(tmp_path, text)
+    assert "stage 1 a: env.id 'FrozenLak-v1' is not a registered" in message
+    assert "did you mean 'FrozenLake-v1'" in message and "fix env.id" in message
+
+
+def test_a_missing_module_names_the_package_to_install(tmp_path: Path) -> None:
+    text = LAKE.replace("[defaults]", 'imports = ["minigrid"]\n[defaults]')
+    message = problem(tmp_path, text + '[[stages]]\nname = "a"\n')
+    assert "env.imports 'minigrid': no module named 'minigrid'" in message
+    assert "pip install minigrid" in message
+
+
+def test_a_module_that_fails_to_import_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "broken_envs.py").write_text("raise RuntimeError('needs a display')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    text = LAKE.replace("[defaults]", 'imports = ["broken_envs"]\n[defaults]')
+    message = problem(tmp_path, text + '[[stages]]\nname = "a"\n')
+    assert "env.imports 'broken_envs' failed to import (RuntimeError: needs a display)" in message
+
+
+def test_kwargs_the_env_refuses(tmp_path: Path) -> None:
+    text = LAKE.replace("[defaults]", "kwargs = {slippery = true}\n[defaults]")
+    message = problem(tmp_path, text + '[[stages]]\nname = "a"\n')
+    assert "env.kwargs {'slippery': True} are refused by 'FrozenLake-v1' (TypeError" in message
+    assert "fix env.kwargs" in message
+
+
+def test_a_wrapper_that_fails(tmp_path: Path) -> None:
+    stage = '[[stages]]\nname = "a"\nenv = {wrappers = ["gymnasium.wrappers:TimeLimit"]}\n'
+    message = problem(tmp_path, LAKE + stage)
+    assert "env.wrappers[0] 'gymnasium.wrappers:TimeLimit' with kwargs {} failed" in message
+    stage = '[[stages]]\nname = "a"\nenv = {wrappers = ["gymnasium.wrappers:NoSuchWrapper"]}\n'
+    message = problem(tmp_path, LAKE + stage)
+    assert "module 'gymnasium.wrappers' has no 'NoSuchWrapper'" in message
+
+
+def test_spaces_that_differ_between_stages(tmp_path: Path) -> None:
+    text = (
+        LAKE + '[[stages]]\nname = "small"\nenv = {kwargs = {map_name = "4x4"}}\n'
+        '[[stages]]\nname = "large"\nenv = {kwargs = {map_name = "8x8"}}\n'
+    )
+    message = problem(tmp_path, text)
+    expected = "stage 2 large: env observation space Discrete(64) differs from stage 1 small's"
+    assert f"{expected} Discrete(16)" in message
+    assert "warm-starts from the previous stage's checkpoint" in message
+    # Checked from the stage before the current one: stage 2 alone is still compared.
+    assert "Discrete(64)" in problem(tmp_path, text, first=1)
+
+
+def test_a_kind_that_changes_between_stages(tmp_path: Path) -> None:
+    text = (
+        '[[stages]]\nname = "a"\n[[stages]]\nname = "b"\ntimesteps = 9\n'
+        'env = {kind = "gymnasium", id = "FrozenLake-v1"}\n'
+    )
+    message = problem(tmp_path, text)
+    assert "stage 2 b: env.kind 'gymnasium' follows stage 1 a's 'arena'" in message
+
+
+def test_pettingzoo_is_refused_before_training(tmp_path: Path) -> None:
+    text = LAKE.replace('"gymnasium"', '"pettingzoo"') + '[[stages]]\nname = "a"\n'
+    message = problem(tmp_path, text)
+    assert "stage 1 a: env.kind 'pettingzoo' is not built yet" in message
+
+
+def test_a_non_arena_stage_needs_its_own_budget(tmp_path: Path) -> None:
+    text = LAKE.replace("[defaults]\ntimesteps = 1000\n", "") + '[[stages]]\nname = "a"\n'
+    message = problem(tmp_path, text)
+    assert "stage 1 a: timesteps is not set and the default (20,000,000) is the arena's" in message
+    (tmp_path / "stages.toml").write_text(text)
+    check_stage_envs(load_config(tmp_path / "stages.toml"), 0, timesteps_given=True)
+
+
+def test_make_env_builds_the_wrapped_env(tmp_path: Path) -> None:
+    (tmp_path / "stages.toml").write_text(
+        LAKE + '[[stages]]\nname = "a"\nenv = {kwargs = {is_slippery = false}, wrappers = '
+        '[{call = "gymnasium.wrappers:TimeLimit", kwargs = {max_episode_steps = 7}}]}\n'
+    )
+    env = make_env(load_config(tmp_path / "stages.toml").stage_env(0))
+    try:
+        assert env.spec is not None and env.spec.max_episode_steps == 7
+        assert env.unwrapped.spec is not None
+    finally:
+        env.close()
+
+
+def test_the_config_and_status_never_import_gymnasium() -> None:
+    probe = (
+        "import sys; import cosmic_curriculum.workspace.config_file, "
+        "cosmic_curriculum.status.show, cosmic_curriculum.curriculum.preflight, "
+        "cosmic_curriculum.envs.check; print('gymnasium' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
