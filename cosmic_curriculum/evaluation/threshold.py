@@ -14,11 +14,12 @@ docs/GATES.md lists them as measured.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
+from numpy.typing import NDArray
 
 from cosmic_curriculum.defaults import SIMULATE_RETURN_SD, SIMULATE_WEAK_SUCCESS
 from cosmic_curriculum.evaluation import stats
@@ -162,6 +163,39 @@ class ThresholdSim:
     trials: int
 
 
+# One look of a simulated sequential test: given the trials still running and the
+# episodes each has played, which stop now and which of those pass.
+Trials = NDArray[np.int64]
+Mask = NDArray[np.bool_]
+Look = Callable[[Trials, int], tuple[Mask, Mask]]
+
+
+def _simulate(
+    trials: int, cap: int, step: int, play: Callable[[Trials, int], None], look: Look
+) -> tuple[float, float, float]:
+    """Run ``trials`` sequential tests together: each round ``play(active, units)`` adds
+    ``units`` episodes to the running trials, then ``look`` decides; a trial stops when
+    decided or at ``cap``. (pass rate, mean episodes, 95th percentile of episodes)."""
+    active = np.arange(trials)
+    passes = np.zeros(trials, dtype=bool)
+    used = np.full(trials, cap, dtype=np.int64)
+    played = 0
+    while active.size and played < cap:
+        units = min(step, cap - played)
+        play(active, units)
+        played += units
+        done, pass_now = look(active, played)
+        passes[active[done]] = pass_now[done]
+        used[active[done]] = played
+        active = active[~done]
+    return float(passes.mean()), float(used.mean()), float(np.percentile(used, 95))
+
+
+def _check_trials(trials: int) -> None:
+    if trials < 1:
+        raise ValueError(f"trials must be >= 1, got {trials}")
+
+
 def simulate_success(
     settings: GateSettings,
     *,
@@ -173,8 +207,7 @@ def simulate_success(
     """The success SPRT on independent Bernoulli(``true_p``) episodes, looking every
     ``check_every`` episodes (default: as the evaluator does, ``2 * check_pairs``) and
     never past ``max_episodes``, deciding exactly as :func:`decide_success`."""
-    if trials < 1:
-        raise ValueError(f"trials must be >= 1, got {trials}")
+    _check_trials(trials)
     if not 0.0 <= true_p <= 1.0:
         raise ValueError(f"true success probability must be in [0, 1], got {true_p}")
     rng = np.random.default_rng(seed)
@@ -184,29 +217,19 @@ def simulate_success(
     step = 2 * settings.check_pairs if check_every is None else check_every
     cap = settings.max_episodes
     successes = np.zeros(trials, dtype=np.int64)
-    active = np.arange(trials)
-    passes = np.zeros(trials, dtype=bool)
-    used = np.full(trials, cap, dtype=np.int64)
-    played = 0
-    while active.size and played < cap:
-        units = min(step, cap - played)
+
+    def play(active: Trials, units: int) -> None:
         successes[active] += rng.binomial(units, true_p, size=active.size)
-        played += units
+
+    def look(active: Trials, played: int) -> tuple[Mask, Mask]:
         s = successes[active]
         llr = s * win + (played - s) * loss
         at_cap = played >= cap
         done = (llr >= upper) | (llr <= lower) | at_cap
-        pass_now = (llr >= upper) | (at_cap & (llr > lower) & (llr >= 0))
-        passes[active[done]] = pass_now[done]
-        used[active[done]] = played
-        active = active[~done]
-    return ThresholdSim(
-        true_p=true_p,
-        pass_rate=float(passes.mean()),
-        mean_episodes=float(used.mean()),
-        p95_episodes=float(np.percentile(used, 95)),
-        trials=trials,
-    )
+        return done, (llr >= upper) | (at_cap & (llr > lower) & (llr >= 0))
+
+    pass_rate, mean, p95 = _simulate(trials, cap, step, play, look)
+    return ThresholdSim(true_p, pass_rate, mean, p95, trials)
 
 
 def simulate_return(
@@ -221,42 +244,30 @@ def simulate_return(
     """The return rule on independent normal returns (``true_mean``, ``sd``), looking
     every ``check_every`` episodes (default ``2 * check_pairs``) from ``min_episodes``
     on, deciding exactly as :func:`decide_return`."""
-    if trials < 1:
-        raise ValueError(f"trials must be >= 1, got {trials}")
+    _check_trials(trials)
     rng = np.random.default_rng(seed)
     target = _target(settings)
     step = 2 * settings.check_pairs if check_every is None else check_every
     cap = settings.max_episodes
     total = np.zeros(trials)
     total_sq = np.zeros(trials)
-    active = np.arange(trials)
-    passes = np.zeros(trials, dtype=bool)
-    used = np.full(trials, cap, dtype=np.int64)
-    played = 0
-    while active.size and played < cap:
-        units = min(step, cap - played)
+
+    def play(active: Trials, units: int) -> None:
         draws = rng.normal(true_mean, sd, size=(active.size, units))
         total[active] += draws.sum(axis=1)
         total_sq[active] += (draws * draws).sum(axis=1)
-        played += units
+
+    def look(active: Trials, played: int) -> tuple[Mask, Mask]:
         mean = total[active] / played
         var = np.maximum(0.0, (total_sq[active] - played * mean * mean) / max(1, played - 1))
         half = stats.Z95 * np.sqrt(var / played)
         looks = played >= settings.min_episodes
         up, down = looks & (mean - half > target), looks & (mean + half < target)
         at_cap = played >= cap
-        done = up | down | at_cap
-        pass_now = up | (at_cap & ~down & (mean >= target))
-        passes[active[done]] = pass_now[done]
-        used[active[done]] = played
-        active = active[~done]
-    return ThresholdSim(
-        true_p=true_mean,
-        pass_rate=float(passes.mean()),
-        mean_episodes=float(used.mean()),
-        p95_episodes=float(np.percentile(used, 95)),
-        trials=trials,
-    )
+        return up | down | at_cap, up | (at_cap & ~down & (mean >= target))
+
+    pass_rate, mean, p95 = _simulate(trials, cap, step, play, look)
+    return ThresholdSim(true_mean, pass_rate, mean, p95, trials)
 
 
 def simulate_table(
