@@ -60,6 +60,9 @@ ENV_N_ENVS: Final = 8
 ENV_CHECKPOINT_EVERY_TIMESTEPS: Final = 10_000
 ENV_KEEP_CHECKPOINTS: Final = 2
 ENV_PROGRESS_SECONDS: Final = 2.0
+# PPO's rollout per env (SB3's own 2048 is for one env: 8 envs x 256 = the same 2048 steps
+# an update, so a small budget still gets many updates).
+ENV_PPO_N_STEPS: Final = 256
 
 # --- the regression gate (stages.toml's eval_episodes, regression_margin, [gate]) ------
 
