@@ -45,8 +45,8 @@ ALLOWED: dict[str, set[str]] = {
         *("system", "progress", *LEAVES),
     },
     "cli": {
-        *("curriculum", "status", "reports", "train", "evaluation", "launchers", "workspace"),
-        *("core", "bots", "arena", "vcs", "system", "progress", *LEAVES),
+        *("curriculum", "status", "reports", "train", "evaluation", "envs", "launchers"),
+        *("workspace", "core", "bots", "arena", "vcs", "system", "progress", *LEAVES),
     },
     "entry": {"cli", "status", "errors"},
     "__main__": {"entry"},

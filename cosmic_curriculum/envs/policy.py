@@ -170,6 +170,15 @@ def is_env_bot(document: Any) -> bool:
     return isinstance(document, dict) and document.get("format") == FORMAT
 
 
+def is_env_bot_file(path: Path) -> bool:
+    """Whether ``path`` is a JSON file of this format (anything else: the caller's loader
+    reports on it)."""
+    try:
+        return Path(path).is_file() and is_env_bot(read_json(Path(path), "bot"))
+    except StateError:
+        return False
+
+
 def load_env_bot(path: Path) -> EnvBot:
     """The env bot in ``path``; a bad file is a one-line :class:`BotError` naming it."""
     try:

@@ -81,20 +81,10 @@ def test_a_gymnasium_curriculum_needs_no_commands_of_its_own(tmp_path: Path) -> 
     clone = tmp_path / "clone"
     subprocess.run(["git", "clone", "-q", str(ws), str(clone)], check=True)
     assert not (clone / "checkpoints").exists()
-    replay = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            "import sys; from pathlib import Path; "
-            "from cosmic_curriculum.envs.evaluate import evaluate_env; "
-            "r = evaluate_env(Path(sys.argv[1]), 'random', history_path=Path('h.json'), "
-            "episodes=20, seed=5); print(r['successes'])",
-            f"bots/{passed[0]}.json",
-        ],
-        cwd=clone,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert replay.returncode == 0, replay.stderr
-    assert int(replay.stdout.strip()) >= 18
+    for experiment in passed:
+        replay = cli(clone, "evaluate", f"bots/{experiment}.json", "random", "-n", "20")
+        assert replay.returncode == 0, replay.stdout + replay.stderr
+        assert "20/20 successes" in replay.stdout, replay.stdout
+    stage2_vs_1 = cli(clone, "evaluate", f"bots/{passed[1]}.json", f"bots/{passed[0]}.json")
+    assert stage2_vs_1.returncode == 0, stage2_vs_1.stdout + stage2_vs_1.stderr
+    assert "draws" in stage2_vs_1.stdout and "successes" in stage2_vs_1.stdout
