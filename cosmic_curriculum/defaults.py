@@ -46,6 +46,24 @@ BARE_PRESET: Final = "bare"
 # The environment a stage trains in ([env] kind): the embedded two-player arena game.
 ENV_KIND: Final = "arena"
 
+# --- Gymnasium stages (the built-in `train-env` trainer and env evaluator) ------------
+
+# Steps an evaluation episode may take when the env has no TimeLimit of its own: an
+# episode cut there counts as a failure (an env that never ends must not hang a run).
+ENV_MAX_EPISODE_STEPS: Final = 10_000
+# Episodes the env evaluator plays side by side (one batched numpy forward pass a step).
+ENV_EVAL_BATCH: Final = 16
+# `train-env`: the SB3 algorithm, envs stepped side by side (DummyVecEnv), timesteps
+# between step_<n>.zip checkpoints, step checkpoints kept, seconds between @progress lines.
+ENV_ALGO: Final = "PPO"
+ENV_N_ENVS: Final = 8
+ENV_CHECKPOINT_EVERY_TIMESTEPS: Final = 10_000
+ENV_KEEP_CHECKPOINTS: Final = 2
+ENV_PROGRESS_SECONDS: Final = 2.0
+# PPO's rollout per env (SB3's own 2048 is for one env: 8 envs x 256 = the same 2048 steps
+# an update, so a small budget still gets many updates).
+ENV_PPO_N_STEPS: Final = 256
+
 # --- the regression gate (stages.toml's eval_episodes, regression_margin, [gate]) ------
 
 # The gate's rule: the fixed-episode margin test (docs/GATES.md).

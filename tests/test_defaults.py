@@ -52,6 +52,7 @@ FIELD_DEFAULTS: list[tuple[type[BaseModel], str, Any]] = [
     (GateSettings, "delta", d.THRESHOLD_DELTA),
     (GateSettings, "min_episodes", d.THRESHOLD_MIN_EPISODES),
     (GateSettings, "target", None),
+    (GateSettings, "success_return", None),
     (CurriculumConfig, "max_retries", d.MAX_RETRIES),
     (CurriculumConfig, "eval_episodes", d.EVAL_EPISODES),
     (CurriculumConfig, "regression_margin", d.REGRESSION_MARGIN),

@@ -36,14 +36,17 @@ ALLOWED: dict[str, set[str]] = {
     "launchers": {"workspace", "system", "progress", *LEAVES},
     "reports": {"core", "evaluation", "workspace", "system", "progress", *LEAVES},
     "status": {"core", "reports", "workspace", "system", "progress", *LEAVES},
-    "train": {"reports", "bots", "arena", "workspace", "vcs", "system", "progress", *LEAVES},
+    "train": {
+        *("reports", "bots", "arena", "envs", "workspace", "vcs", "system", "progress"),
+        *LEAVES,
+    },
     "curriculum": {
         *("core", "reports", "evaluation", "envs", "launchers", "workspace", "bots", "vcs"),
         *("system", "progress", *LEAVES),
     },
     "cli": {
-        *("curriculum", "status", "reports", "train", "evaluation", "launchers", "workspace"),
-        *("core", "bots", "arena", "vcs", "system", "progress", *LEAVES),
+        *("curriculum", "status", "reports", "train", "evaluation", "envs", "launchers"),
+        *("workspace", "core", "bots", "arena", "vcs", "system", "progress", *LEAVES),
     },
     "entry": {"cli", "status", "errors"},
     "__main__": {"entry"},

@@ -86,12 +86,16 @@ def evaluate_command(
 
         from cosmic_curriculum.bots import as_source
         from cosmic_curriculum.cli.tables import evaluation_table
+        from cosmic_curriculum.envs.policy import is_env_bot_file
         from cosmic_curriculum.errors import ConfigError
         from cosmic_curriculum.evaluation.evaluate import run_evaluation
         from cosmic_curriculum.evaluation.gate import GateSettings
         from cosmic_curriculum.system import fsio
         from cosmic_curriculum.workspace import history
 
+        if is_env_bot_file(Path(candidate)):
+            _evaluate_env_bots(candidate, reference, episodes, seed, history_path, lock_wait)
+            return
         rule = gate_rule_option(gate)
         settings = None
         if rule is not None:
@@ -123,6 +127,35 @@ def evaluate_command(
         console.print(f"record [bold]{record['id']}[/] appended to {history_path}")
 
     guarded(run)
+
+
+def _evaluate_env_bots(
+    candidate: str,
+    reference: str,
+    episodes: int | None,
+    seed: int,
+    history_path: Path,
+    lock_wait: float,
+) -> None:
+    """An env bot (a Gymnasium stage's) against another or `random`, by episode returns."""
+    from cosmic_curriculum.envs.evaluate import RANDOM, evaluate_env
+    from cosmic_curriculum.system import fsio
+
+    fsio.check_output_file(history_path, "--history")
+    played: Path | str = RANDOM if reference in (RANDOM, f"builtin:{RANDOM}") else Path(reference)
+    with workspace_lock(history_path.parent, lock_wait):
+        record = evaluate_env(
+            Path(candidate),
+            played,
+            history_path=history_path,
+            episodes=EVAL_EPISODES if episodes is None else episodes,
+            seed=seed,
+        )
+    print(
+        f"{candidate} vs {reference}: {record['wins_a']}-{record['wins_b']}, "
+        f"{record['draws']} draws, {record['successes']}/{record['episodes']} successes; "
+        f"record {record['id']} appended to {history_path}"
+    )
 
 
 @app.command("replay")

@@ -44,7 +44,12 @@ GATE_OPTIONS: dict[str, str] = {
     "target": "target",
     "delta": "delta",
     "min_episodes": "min_episodes",
+    "success_return": "success_return",
 }
+
+
+# A short metavar keeps the help's option column as wide as it was before the option.
+METAVARS = {"success_return": "RETURN"}
 
 
 def _gate_parameter(option: str) -> inspect.Parameter:
@@ -58,7 +63,9 @@ def _gate_parameter(option: str) -> inspect.Parameter:
         option,
         inspect.Parameter.KEYWORD_ONLY,
         default=field.default,
-        annotation=Annotated[kind, typer.Option(help=field.description)],
+        annotation=Annotated[
+            kind, typer.Option(help=field.description, metavar=METAVARS.get(option))
+        ],
     )
 
 

@@ -5,11 +5,13 @@ default (in :mod:`cosmic_curriculum.defaults`) and help text (in
 from __future__ import annotations
 
 import inspect
+from pathlib import Path
 from typing import Annotated, Any, Literal, get_origin
 
 import typer
 
 from cosmic_curriculum.cli.app import OneLineUsageCommand, app, guarded
+from cosmic_curriculum.defaults import ENV_ALGO
 from cosmic_curriculum.train.settings import TrainSettings
 
 # The train command's options in --help order. Each one's type, default and help text come
@@ -90,3 +92,50 @@ train_command.__dict__["__signature__"] = inspect.Signature(
     ]
 )
 app.command("train", cls=OneLineUsageCommand)(train_command)
+
+
+def train_env_command(
+    experiment: Annotated[
+        str, typer.Argument(help="Experiment name (checkpoints/<name>/, bots/<name>.json).")
+    ],
+    timesteps: Annotated[
+        int, typer.Option(help="The total timesteps (a continuation trains what is left).")
+    ],
+    env: Annotated[str, typer.Option(help="The stage's env spec as JSON (docs/ENVIRONMENTS.md).")],
+    resume: Annotated[
+        Path | None,
+        typer.Option(
+            help="Its own checkpoints/<experiment>/step_<n>.zip continues the count; "
+            "another checkpoint warm-starts."
+        ),
+    ] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the model and the envs.")] = 0,
+    algo: Annotated[str, typer.Option(help="PPO, A2C or DQN (stable-baselines3).")] = ENV_ALGO,
+    hyperparams: Annotated[
+        str | None, typer.Option(help="The algorithm's keyword arguments as a JSON object.")
+    ] = None,
+    workspace: Annotated[Path, typer.Option(help="The workspace directory.")] = Path("."),
+) -> None:
+    """Train a Gymnasium stage's bot with stable-baselines3; export bots/EXPERIMENT.json."""
+
+    def run() -> int:
+        from cosmic_curriculum.train.env_run import parse_settings, train_env
+
+        settings = parse_settings(
+            experiment,
+            timesteps=timesteps,
+            env=env,
+            resume=resume,
+            seed=seed,
+            algo=algo,
+            hyperparams=hyperparams,
+            workspace=workspace,
+        )
+        return train_env(settings)
+
+    code = guarded(run)
+    if code:
+        raise typer.Exit(code)
+
+
+app.command("train-env", cls=OneLineUsageCommand)(train_env_command)

@@ -7,6 +7,7 @@ this attempt already wrote (before a crash) is adopted instead of evaluating aga
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,9 +21,12 @@ from cosmic_curriculum.core.rules import (
 from cosmic_curriculum.curriculum.context import Run
 from cosmic_curriculum.curriculum.launch import indent, logged_spec
 from cosmic_curriculum.curriculum.resume import (
+    BuiltinBot,
+    Reference,
     recorded_reference,
     reference_label,
     stopped_by_interrupt,
+    uses_env_evaluator,
 )
 from cosmic_curriculum.errors import BotError, EvaluationFailedError
 from cosmic_curriculum.evaluation.gate import GateSettings
@@ -35,7 +39,7 @@ from cosmic_curriculum.workspace import history
 from cosmic_curriculum.workspace.state import Attempt, Candidate
 
 if TYPE_CHECKING:
-    from cosmic_curriculum.bots.external import ExecSpec
+    pass
 
 
 def evaluate(run: Run) -> None:
@@ -185,32 +189,93 @@ def _play(
         return _external_evaluation(
             run, candidate, reference, settings, name, k, seed_args, tags or {}
         )
-    from cosmic_curriculum.evaluation.evaluate import run_evaluation
-
     if seed is None:
         seed = evaluation_seed(flight.experiment)
+    extra = {
+        "curriculum_experiment": name,
+        "stage_index": flight.stage_index,
+        "attempt": flight.attempt,
+        **(tags or {}),
+    }
+
+    def progress(played: int, planned: int) -> None:
+        run.reporter.evaluation_progress(shown, {"episodes": played, "planned": planned})
+
+    if uses_env_evaluator(run, flight.stage_index):
+        return _env_evaluation(run, candidate, reference, settings, seed, progress, extra, k)
+    if isinstance(reference, BuiltinBot):  # preflight refuses it for the arena
+        raise BotError(f"reference {reference} plays Gymnasium stages only")
+    from cosmic_curriculum.evaluation.evaluate import run_evaluation
+
     return run_evaluation(
         candidate,
         reference,
         history_path=run.paths.history,
         gate=settings,
         seed=seed,
-        on_progress=lambda played, planned: run.reporter.evaluation_progress(
-            shown, {"episodes": played, "planned": planned}
-        ),
-        extra={
-            "curriculum_experiment": name,
-            "stage_index": flight.stage_index,
-            "attempt": flight.attempt,
-            **(tags or {}),
-        },
+        on_progress=progress,
+        extra=extra,
     )
+
+
+def _env_evaluation(
+    run: Run,
+    candidate: Path,
+    reference: Reference,
+    settings: GateSettings,
+    seed: int,
+    progress: Callable[[int, int], None],
+    extra: dict[str, Any],
+    k: int | None,
+) -> dict[str, Any]:
+    """The built-in evaluator of a Gymnasium stage; the gate judges its record after
+    (margin plays its episodes, sprt and threshold stop once they have decided)."""
+    from cosmic_curriculum.envs.evaluate import RANDOM, evaluate_env
+    from cosmic_curriculum.errors import EvaluationError
+    from cosmic_curriculum.evaluation.gate import decide
+
+    if isinstance(reference, BuiltinBot):
+        played: Path | str = RANDOM
+    elif isinstance(reference, Path):
+        played = reference
+    else:
+        raise BotError(f"reference {reference}: a program cannot play a Gymnasium stage")
+    episodes = settings.episodes if settings.rule == "margin" else settings.max_episodes
+
+    def decided(counts: dict[str, Any]) -> bool:
+        wins = (counts["wins_a"], counts["wins_b"], counts["draws"])
+        verdict = decide(
+            settings,
+            *wins,
+            planned_episodes=episodes,
+            successes=counts["successes"],
+            returns=counts["returns"],
+        ).verdict
+        return verdict != "continue"
+
+    labels = {"candidate": run.rel(candidate), "reference": reference_label(run, reference)}
+    try:
+        return evaluate_env(
+            candidate,
+            played,
+            history_path=run.paths.history,
+            episodes=episodes,
+            seed=seed,
+            success_return=settings.success_return,
+            stop=None if settings.rule == "margin" else decided,
+            on_progress=progress,
+            extra={**extra, **labels},
+        )
+    except EvaluationError as exc:
+        run.record(t.EvaluationFailed(str(exc), k))
+        fault = f"evaluation failed, no record was written: {exc}"
+        raise EvaluationFailedError(run.rel(candidate), fault, run.command()) from None
 
 
 def _external_evaluation(
     run: Run,
     candidate: Path,
-    reference: Path | ExecSpec,
+    reference: Reference,
     settings: GateSettings,
     experiment: str,
     k: int | None = None,

@@ -5,6 +5,7 @@ error that stops the run.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
@@ -34,8 +35,15 @@ def training_argv(
     gets ``--env <its spec as JSON>`` instead (docs/ENVIRONMENTS.md)."""
     cfg, opts, i = run.config, run.opts, flight.stage_index
     env = cfg.stage_env(i)
+    # A Gymnasium stage without a training_command of its own trains with `train-env`,
+    # this interpreter's: resolved now, never a path written into the workspace.
+    program = (
+        [sys.executable, "-m", "cosmic_curriculum", "train-env"]
+        if cfg.builtin_env_trainer(i)
+        else run.resolve_program(cfg.training_command)
+    )
     argv = [
-        *run.resolve_program(cfg.training_command),
+        *program,
         experiment or flight.experiment,
         "--timesteps",
         str(flight.timesteps or cfg.stage_timesteps(i, opts.timesteps)),

@@ -20,11 +20,13 @@ from cosmic_curriculum.core.rules import override_ruling, skipped_experiment
 from cosmic_curriculum.curriculum.context import Run
 from cosmic_curriculum.curriculum.persist import blocked_message, commit, persist
 from cosmic_curriculum.curriculum.resume import (
+    BuiltinBot,
     check_exec_reference,
     reference_for,
     seed_source,
     stopped_by_interrupt,
     uses_default_evaluator,
+    uses_env_evaluator,
     validate_bot,
 )
 from cosmic_curriculum.errors import BlockedError, ConfigError, CurriculumError, LockError
@@ -287,7 +289,9 @@ def _preflight_commands(run: Run) -> None:
         return
     run.launcher.check(run.ws)
     config = run.config
-    _check_executable(run, config.training_command[0], "training_command")
+    remaining = range(run.state.stage_index, len(config.stages))
+    if not all(config.builtin_env_trainer(j) for j in remaining):  # train-env is ours
+        _check_executable(run, config.training_command[0], "training_command")
     from cosmic_curriculum.envs.check import check_stage_envs  # gymnasium, if a stage uses it
 
     check_stage_envs(config, run.state.stage_index, run.opts.timesteps is not None)
@@ -295,20 +299,29 @@ def _preflight_commands(run: Run) -> None:
         _check_executable(run, config.evaluation_command[0], "evaluation_command")
     i = run.state.stage_index
     reference = reference_for(run, i)
-    if not isinstance(reference, Path):  # a program: no file, but its handshake
+    if isinstance(reference, BuiltinBot):
+        if config.stage_env(i).kind == "arena":
+            raise ConfigError(
+                f"{run.config_path}: reference_bot of stage {i + 1} is {{builtin = "
+                f'"{reference.name}"}}, which plays Gymnasium stages only; name an arena bot '
+                'file instead, e.g. reference_bot = "bots/rookie.json"'
+            )
+    elif not isinstance(reference, Path):  # a program: no file, but its handshake
         check_exec_reference(run, reference, i)
     elif config.stage_reference(i) is None:  # the previous stage's passing bot
         restore = f"git -C {run.ws} checkout HEAD -- {run.rel(reference)}"
         what = f"stage {i}'s passing bot (stage {i + 1}'s reference)"
-        validate_bot(run, reference, what, f"restore it with `{restore}`")
+        validate_bot(run, reference, what, f"restore it with `{restore}`", i)
     else:
-        validate_bot(run, reference, "reference bot")
+        validate_bot(run, reference, "reference bot", stage_index=i)
     if uses_default_evaluator(run):
         from cosmic_curriculum.evaluation.evaluate import plan
 
         # The built-in evaluator plays seat-swapped pairs: refuse an odd episode count
-        # now, not after a stage of training.
+        # now, not after a stage of training. The env evaluator plays any count.
         for i in range(run.state.stage_index, len(config.stages)):
+            if uses_env_evaluator(run, i):
+                continue
             try:
                 plan(config.stage_gate(i))
             except CurriculumError as exc:

@@ -8,31 +8,65 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 
 from cosmic_curriculum.core.rules import resume_choice
 from cosmic_curriculum.curriculum.context import Run
 from cosmic_curriculum.errors import BotError, ConfigError, DamagedFileError
 from cosmic_curriculum.launchers import Handle
 from cosmic_curriculum.system import fsio
-from cosmic_curriculum.workspace.config import ExecReference
+from cosmic_curriculum.workspace.config import BuiltinReference, ExecReference
 from cosmic_curriculum.workspace.state import Attempt
 
 if TYPE_CHECKING:
     from cosmic_curriculum.bots.external import ExecSpec
 
 
+BUILTIN_PREFIX = "builtin:"
+
+
+@dataclass(frozen=True)
+class BuiltinBot:
+    """``reference_bot = {builtin = "random"}``, recorded as ``builtin:random``."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return f"{BUILTIN_PREFIX}{self.name}"
+
+
+# A string: ExecSpec is imported for type checking only (bots load when a program plays).
+Reference: TypeAlias = "Path | ExecSpec | BuiltinBot"
+
+
 def uses_default_evaluator(run: Run) -> bool:
     return run.config.evaluation_command is None
 
 
+def uses_env_evaluator(run: Run, stage_index: int) -> bool:
+    """The built-in evaluator of Gymnasium stages plays this stage (env bots)."""
+    gymnasium = run.config.stage_env(stage_index).kind == "gymnasium"
+    return uses_default_evaluator(run) and gymnasium
+
+
 def validate_bot(
-    run: Run, path: Path, what: str, fix: str = "check reference_bot in stages.toml"
+    run: Run,
+    path: Path,
+    what: str,
+    fix: str = "check reference_bot in stages.toml",
+    stage_index: int | None = None,
 ) -> None:
-    """A bot must exist and parse; with the default evaluator it must also load."""
+    """A bot must exist and parse; with a built-in evaluator it must also load."""
     if not path.is_file():
         raise ConfigError(f"{path}: {what} not found; {fix}")
+    index = run.state.stage_index if stage_index is None else stage_index
+    if uses_env_evaluator(run, index):
+        from cosmic_curriculum.envs.policy import load_env_bot
+
+        load_env_bot(path)
+        return
     if uses_default_evaluator(run):
         from cosmic_curriculum.bots import load_bot
 
@@ -56,10 +90,12 @@ def passing_experiment(run: Run, stage_index: int) -> str:
     return entry.experiment
 
 
-def reference_for(run: Run, stage_index: int) -> Path | ExecSpec:
-    """The reference's file, or the program of ``reference_bot = {exec = [...]}`` (run in
-    the workspace)."""
+def reference_for(run: Run, stage_index: int) -> Reference:
+    """The reference's file, the program of ``reference_bot = {exec = [...]}`` (run in
+    the workspace), or a builtin bot."""
     configured = run.config.stage_reference(stage_index)
+    if isinstance(configured, BuiltinReference):
+        return BuiltinBot(configured.builtin)
     if isinstance(configured, ExecReference):
         from cosmic_curriculum.bots.external import ExecSpec
 
@@ -70,16 +106,18 @@ def reference_for(run: Run, stage_index: int) -> Path | ExecSpec:
     return run.paths.bot(passing_experiment(run, stage_index - 1))
 
 
-def reference_label(run: Run, reference: Path | ExecSpec) -> str:
+def reference_label(run: Run, reference: Reference) -> str:
     """How an attempt records its reference: a workspace-relative path or ``exec:...``."""
     return run.rel(reference) if isinstance(reference, Path) else str(reference)
 
 
-def recorded_reference(run: Run, flight: Attempt) -> Path | ExecSpec:
+def recorded_reference(run: Run, flight: Attempt) -> Reference:
     """The reference an attempt recorded; a program with the timeout configured now."""
     from cosmic_curriculum.bots.external import EXEC_PREFIX, parse_exec
 
     label = flight.reference or ""
+    if label.startswith(BUILTIN_PREFIX):
+        return BuiltinBot(label.removeprefix(BUILTIN_PREFIX))
     if not label.startswith(EXEC_PREFIX):
         return run.ws / label
     configured = reference_for(run, flight.stage_index)

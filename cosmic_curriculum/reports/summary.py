@@ -20,7 +20,7 @@ from cosmic_curriculum.core.next_action import REASON_HINT, next_action
 from cosmic_curriculum.evaluation import stats
 from cosmic_curriculum.progress import parse_progress_line
 from cosmic_curriculum.scoring import signed
-from cosmic_curriculum.workspace.config import CurriculumConfig
+from cosmic_curriculum.workspace.config import BuiltinReference, CurriculumConfig
 from cosmic_curriculum.workspace.layout import Layout, experiment_name
 from cosmic_curriculum.workspace.state import CurriculumState, LogEntry
 from cosmic_curriculum.workspace.trainer_log import launched_at
@@ -171,7 +171,12 @@ def ladder(
     the chain at that reference (0 when it is stage 1's reference, unknown otherwise).
     """
     root = config.reference_bot
-    name = Path(root).stem if isinstance(root, str) else "exec:" + " ".join(root.exec)
+    if isinstance(root, str):
+        name = Path(root).stem
+    elif isinstance(root, BuiltinReference):
+        name = root.builtin
+    else:
+        name = "exec:" + " ".join(root.exec)
     rungs = [Rung(name, "reference", 0.0, 0.0)]
     previous = rungs[0]
     for i, stage in enumerate(config.stages):

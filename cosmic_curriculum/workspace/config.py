@@ -106,14 +106,29 @@ class ExecReference(_Strict):
         return {"exec": list(self.exec)}
 
 
+class BuiltinReference(_Strict):
+    """``reference_bot = {builtin = "random"}``: uniformly random actions over the stage's
+    action space (Gymnasium stages; the arena refuses it at preflight)."""
+
+    builtin: Literal["random"]
+
+    def definition(self) -> dict[str, Any]:
+        return {"builtin": self.builtin}
+
+
 def _reference_kind(value: Any) -> str:
+    if isinstance(value, BuiltinReference) or (isinstance(value, dict) and "builtin" in value):
+        return "builtin"
     return "exec" if isinstance(value, dict | ExecReference) else "path"
 
 
-# A reference bot: a bot file's path or an exec table. The tag is a union member's name,
-# dropped from error locations by config_errors.describe (the key is `reference_bot`).
+# A reference bot: a bot file's path, an exec table or a builtin one. The tag is a union
+# member's name, dropped from error locations by config_errors.describe (the key is
+# `reference_bot`).
 ReferenceBot = Annotated[
-    Annotated[Arg, Tag("path")] | Annotated[ExecReference, Tag("exec")],
+    Annotated[Arg, Tag("path")]
+    | Annotated[ExecReference, Tag("exec")]
+    | Annotated[BuiltinReference, Tag("builtin")],
     Discriminator(_reference_kind),
 ]
 
@@ -297,7 +312,13 @@ class CurriculumConfig(_Strict):
         cap = self.launcher.max_parallel
         return candidates if cap is None else min(cap, candidates)
 
-    def stage_reference(self, index: int) -> str | ExecReference | None:
+    def builtin_env_trainer(self, index: int) -> bool:
+        """Whether stage ``index`` trains with the built-in `train-env`: a Gymnasium stage
+        of a file that sets no training_command (the arena's default is not for it)."""
+        own = "training_command" in self.model_fields_set
+        return not own and self.stage_env(index).kind == "gymnasium"
+
+    def stage_reference(self, index: int) -> str | ExecReference | BuiltinReference | None:
         """The reference bot configured for stage ``index`` (None: previous stage's bot)."""
         stage = self.stages[index]
         if stage.reference_bot is not None:
@@ -327,9 +348,11 @@ class CurriculumConfig(_Strict):
         return _digest(self.stage_definitions())
 
 
-def _reference_definition(reference: str | ExecReference | None) -> Any:
+def _reference_definition(reference: str | ExecReference | BuiltinReference | None) -> Any:
     # A path stays a plain string, so existing workspaces keep their config hashes.
-    return reference.definition() if isinstance(reference, ExecReference) else reference
+    if isinstance(reference, ExecReference | BuiltinReference):
+        return reference.definition()
+    return reference
 
 
 def _digest(obj: Any) -> str:

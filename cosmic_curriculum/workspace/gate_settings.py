@@ -108,6 +108,11 @@ class GateSettings(BaseModel):
         ge=2,
         description="threshold on return: episodes before the interval may decide.",
     )
+    success_return: float | None = Field(
+        None,
+        description="Gymnasium stages: an episode without info['is_success'] succeeds when "
+        "its return reaches this (unset: when it is > 0).",
+    )
     # Declared last: its check reads rule, measure and delta (validated before it).
     target: float | None = Field(
         None,
@@ -148,4 +153,6 @@ class GateSettings(BaseModel):
     def definition(self) -> dict[str, Any]:
         """What identifies this gate in a stage's definition (the config hash)."""
         exclude = set() if self.rule == "threshold" else set(THRESHOLD_FIELDS)
+        if self.success_return is None:  # unset: the hashes of gates before the key stay
+            exclude.add("success_return")
         return self.model_dump(exclude=exclude)

@@ -1,0 +1,278 @@
+"""The built-in evaluator of Gymnasium stages: a candidate env bot against a reference.
+
+Both play the candidate's env (the stage being gated) on the same episode seeds, fresh
+for each evaluation (drawn from its ``seed``); on each seed the higher return wins the
+pair, equal returns draw: ``wins_a`` (candidate), ``wins_b`` (reference), ``draws``.
+
+An episode of the candidate **succeeds** when the last ``info["is_success"]`` it saw is
+true; an env that never reports it succeeds when the return reaches the gate's
+``success_return`` if set, else when the return is > 0 (FrozenLake's goal). An episode
+cut at the step cap (the env's own TimeLimit, else ``ENV_MAX_EPISODE_STEPS``) fails.
+The record also holds ``successes``, ``returns`` (the candidate's, one per episode) and
+the ``seeds``, so the threshold gate judges it too.
+
+A reference is another env bot file or ``random`` (uniform over the action space,
+seeded). An env that raises or returns a non-finite observation is one line, and no
+record is written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from cosmic_curriculum.defaults import ENV_EVAL_BATCH, ENV_MAX_EPISODE_STEPS
+from cosmic_curriculum.envs.gymnasium import make_env
+from cosmic_curriculum.envs.policy import EnvBot, load_env_bot
+from cosmic_curriculum.errors import CurriculumError, EvaluationError, TrainerError
+from cosmic_curriculum.workspace.history import append_record
+
+RANDOM = "random"
+SUCCESS_RULE = (
+    "the last info['is_success'] if the env reports it, else return >= success_return "
+    "if set, else return > 0; an episode cut at the step cap fails"
+)
+
+
+class Player(Protocol):
+    def act(self, obs: Any, deterministic: bool = True, rng: Any = None) -> Any: ...
+
+
+class RandomPlayer:
+    """Uniform over the action space, from a seeded copy of it."""
+
+    def __init__(self, space: Any, seed: int) -> None:
+        self.space = space
+        self.space.seed(seed)
+
+    def act(self, obs: Any, deterministic: bool = True, rng: Any = None) -> list[Any]:
+        return [self.space.sample() for _ in range(len(obs))]
+
+
+@dataclass(frozen=True)
+class Episode:
+    total: float
+    success: bool
+    cut: bool
+
+
+def episode_seeds(seed: int, episodes: int) -> list[int]:
+    """The evaluation's episode seeds: fresh per ``seed``, the same on a replay of it."""
+    rng = np.random.default_rng(seed)
+    return [int(s) for s in rng.integers(0, 2**31 - 1, size=episodes)]
+
+
+def step_cap(env: Any) -> int:
+    """The env's own TimeLimit, else the default cap."""
+    limit = getattr(getattr(env, "spec", None), "max_episode_steps", None)
+    return int(limit) if isinstance(limit, int) and limit > 0 else ENV_MAX_EPISODE_STEPS
+
+
+class EnvRunner:
+    """Slots of one env spec, stepping a batch of episodes together."""
+
+    def __init__(self, bot: EnvBot, slots: int, success_return: float | None) -> None:
+        self.name = bot.env.id or "?"
+        self.envs = [make_env(bot.env) for _ in range(slots)]
+        self.cap = step_cap(self.envs[0])
+        self.success_return = success_return
+        self.discrete = type(self.envs[0].action_space).__name__ == "Discrete"
+
+    def close(self) -> None:
+        for env in self.envs:
+            env.close()
+
+    def _fail(self, what: str, seed: int, exc: BaseException | None = None) -> EvaluationError:
+        cause = f" ({type(exc).__name__}: {' '.join(str(exc).split())})" if exc else ""
+        return EvaluationError(
+            f"env {self.name!r} {what} on episode seed {seed}{cause}; fix the env or the "
+            "stage's env spec"
+        )
+
+    def _observation(self, obs: Any, seed: int) -> Any:
+        try:
+            finite = bool(np.all(np.isfinite(np.asarray(obs, dtype=np.float64))))
+        except (TypeError, ValueError):
+            finite = False
+        if not finite:
+            raise self._fail("returned a non-finite or non-numeric observation", seed)
+        return obs
+
+    def play(
+        self, player: Player, seeds: Sequence[int], deterministic: bool, rng: Any
+    ) -> list[Episode]:
+        """One episode per seed, ``len(self.envs)`` at a time."""
+        episodes: list[Episode] = []
+        for start in range(0, len(seeds), len(self.envs)):
+            episodes += self._batch(
+                player, seeds[start : start + len(self.envs)], deterministic, rng
+            )
+        return episodes
+
+    def _batch(
+        self, player: Player, seeds: Sequence[int], deterministic: bool, rng: Any
+    ) -> list[Episode]:
+        n = len(seeds)
+        obs: list[Any] = []
+        for env, seed in zip(self.envs, seeds, strict=False):
+            try:
+                first, _ = env.reset(seed=seed)
+            except Exception as exc:
+                raise self._fail("raised during reset", seed, exc) from None
+            obs.append(self._observation(first, seed))
+        totals, steps = [0.0] * n, [0] * n
+        success: list[bool | None] = [None] * n
+        done, cut = [False] * n, [False] * n
+        while not all(done):
+            live = [i for i in range(n) if not done[i]]
+            actions = player.act(np.stack([np.asarray(obs[i]) for i in live]), deterministic, rng)
+            for i, action in zip(live, actions, strict=True):
+                act = int(action) if self.discrete else np.asarray(action)
+                try:
+                    nxt, reward, terminated, truncated, info = self.envs[i].step(act)
+                except Exception as exc:
+                    raise self._fail("raised during step", seeds[i], exc) from None
+                obs[i] = self._observation(nxt, seeds[i])
+                totals[i] += float(reward)
+                if not math.isfinite(totals[i]):
+                    raise self._fail("returned a non-finite reward", seeds[i])
+                steps[i] += 1
+                if isinstance(info, dict) and "is_success" in info:
+                    success[i] = bool(info["is_success"])
+                if terminated or truncated:
+                    done[i] = True
+                elif steps[i] >= self.cap:  # an env that never ends is cut: a failure
+                    done[i] = cut[i] = True
+        return [self._episode(totals[i], success[i], cut[i]) for i in range(n)]
+
+    def _episode(self, total: float, reported: bool | None, cut: bool) -> Episode:
+        if cut:
+            return Episode(total, False, True)
+        if reported is not None:
+            return Episode(total, reported, False)
+        if self.success_return is not None:
+            return Episode(total, total >= self.success_return, False)
+        return Episode(total, total > 0.0, False)
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _reference_player(
+    reference: Path | str, candidate: EnvBot, runner: EnvRunner, seed: int
+) -> Player:
+    if str(reference) == RANDOM:
+        return RandomPlayer(runner.envs[0].action_space, seed)
+    bot = load_env_bot(Path(reference))
+    for what in ("observation_space", "action_space"):
+        if getattr(bot, what).to_json() != getattr(candidate, what).to_json():
+            raise EvaluationError(
+                f"{reference}: its {what} is not the candidate's; a reference must play "
+                'the same spaces (use the previous stage\'s bot or {builtin = "random"})'
+            )
+    return bot
+
+
+def _check_spaces(bot: EnvBot, env: Any, path: Path) -> None:
+    from cosmic_curriculum.envs.export import space_of
+
+    try:
+        spaces = (
+            space_of(env.observation_space, "observation"),
+            space_of(env.action_space, "action"),
+        )
+    except TrainerError as exc:
+        raise EvaluationError(f"{path}: {exc}") from None
+    if (spaces[0].to_json(), spaces[1].to_json()) != (
+        bot.observation_space.to_json(),
+        bot.action_space.to_json(),
+    ):
+        raise EvaluationError(
+            f"{path}: the bot's spaces are not those of its env {bot.env.id!r} as it builds "
+            "now; retrain the bot or restore the env's version"
+        )
+
+
+def evaluate_env(
+    candidate: Path,
+    reference: Path | str,
+    *,
+    history_path: Path,
+    episodes: int,
+    seed: int,
+    success_return: float | None = None,
+    deterministic: bool = True,
+    stop: Callable[[dict[str, Any]], bool] | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Play ``episodes`` seeds (fewer when ``stop(counts so far)`` says the gate has
+    decided), append one record to ``history_path`` and return it as stored."""
+    if episodes < 1:
+        raise EvaluationError(f"episodes {episodes}: an evaluation plays at least 1 episode")
+    bot = load_env_bot(candidate)
+    seeds = episode_seeds(seed, episodes)
+    try:
+        runner = EnvRunner(bot, min(ENV_EVAL_BATCH, episodes), success_return)
+    except CurriculumError as exc:
+        raise EvaluationError(f"{candidate}: its env does not build ({exc})") from None
+    try:
+        _check_spaces(bot, runner.envs[0], candidate)
+        other = _reference_player(reference, bot, runner, seed)
+        rng_a, rng_b = np.random.default_rng([seed, 1]), np.random.default_rng([seed, 2])
+        mine: list[Episode] = []
+        theirs: list[Episode] = []
+        record: dict[str, Any] = {}
+        for start in range(0, episodes, ENV_EVAL_BATCH):
+            chunk = seeds[start : start + ENV_EVAL_BATCH]
+            mine += runner.play(bot, chunk, deterministic, rng_a)
+            theirs += runner.play(other, chunk, deterministic, rng_b)
+            record = _counts(mine, theirs)
+            if on_progress is not None:
+                on_progress(len(mine), episodes)
+            if stop is not None and len(mine) < episodes and stop(record):
+                break
+    finally:
+        runner.close()
+    ref_label = RANDOM if str(reference) == RANDOM else str(reference)
+    record.update(
+        {
+            "evaluator": "env",
+            "candidate": str(candidate),
+            "reference": ref_label,
+            "env": bot.env.id,
+            "seed": seed,
+            "seeds": seeds[: len(mine)],
+            "deterministic": deterministic,
+            "max_steps": runner.cap,
+            "cut_episodes": sum(e.cut for e in mine),
+            "success_rule": SUCCESS_RULE,
+            "success_return": success_return,
+            "reference_returns": [e.total for e in theirs],
+            "candidate_sha256": _sha256(candidate),
+        }
+    )
+    if ref_label != RANDOM:
+        record["reference_sha256"] = _sha256(Path(reference))
+    record.update(extra or {})
+    return append_record(history_path, record)
+
+
+def _counts(mine: list[Episode], theirs: list[Episode]) -> dict[str, Any]:
+    wins_a = sum(a.total > b.total for a, b in zip(mine, theirs, strict=True))
+    wins_b = sum(b.total > a.total for a, b in zip(mine, theirs, strict=True))
+    return {
+        "wins_a": wins_a,
+        "wins_b": wins_b,
+        "draws": len(mine) - wins_a - wins_b,
+        "episodes": len(mine),
+        "successes": sum(e.success for e in mine),
+        "returns": [e.total for e in mine],
+    }

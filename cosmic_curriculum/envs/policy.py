@@ -1,0 +1,302 @@
+"""Env bots: a trained Gymnasium policy as a self-contained JSON document.
+
+A clone of the workspace replays ``bots/EXP.json`` without ``checkpoints/`` or torch: the
+file holds the env spec, both spaces, the policy's layers as plain numbers, what sampling
+needs (the Gaussian's log-std; a Discrete head's logits are the last layer) and where it
+came from (algo, timesteps, the checkpoint's sha256).
+
+The forward pass is SB3's for ``MlpPolicy`` (``envs/export.py`` builds the document):
+
+- observation: a Discrete one is one-hot encoded (SB3's ``preprocess_obs``); a Box one is
+  cast to float and, for an image space (uint8, 3-D, bounds 0..255) with
+  ``normalize_images``, divided by 255 (``scale``), then flattened;
+- ``layers``: ``mlp_extractor.policy_net`` then ``action_net`` (or DQN's ``q_net``);
+- action: Discrete → argmax of the logits (or Q-values), or a softmax sample; Box → the
+  mean, or a Gaussian sample with ``exp(log_std)``, clipped to the action bounds.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+from cosmic_curriculum.errors import BotError, StateError
+from cosmic_curriculum.system.fsio import atomic_write_json, read_json
+from cosmic_curriculum.workspace.env_config import EnvSpec
+
+FORMAT = "cosmic-env-bot/1"
+ACTIVATIONS = ("linear", "tanh", "relu")
+Head = Literal["actor", "q"]
+
+FloatArray = NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class Space:
+    """A Discrete (``n``, ``start``) or Box (``shape``, ``low``, ``high``, ``dtype``) space."""
+
+    kind: Literal["Discrete", "Box"]
+    n: int = 0
+    start: int = 0
+    shape: tuple[int, ...] = ()
+    low: FloatArray | None = None
+    high: FloatArray | None = None
+    dtype: str = "float32"
+
+    @property
+    def size(self) -> int:
+        """Features of a one-hot or flattened observation; outputs of an action head."""
+        return self.n if self.kind == "Discrete" else math.prod(self.shape)
+
+    def to_json(self) -> dict[str, Any]:
+        if self.kind == "Discrete":
+            return {"type": "Discrete", "n": self.n, "start": self.start}
+        assert self.low is not None and self.high is not None
+        return {
+            "type": "Box",
+            "shape": list(self.shape),
+            "dtype": self.dtype,
+            "low": _finite_list(self.low),
+            "high": _finite_list(self.high),
+        }
+
+
+def _finite_list(values: FloatArray) -> list[float | None]:
+    # JSON has no infinity: an unbounded side is null.
+    return [float(v) if math.isfinite(v) else None for v in values.reshape(-1)]
+
+
+@dataclass(frozen=True)
+class Layer:
+    weights: FloatArray  # (out, in)
+    bias: FloatArray  # (out,)
+    activation: str
+
+
+@dataclass(frozen=True)
+class EnvBot:
+    """A deterministic or sampling policy for one Gymnasium env, in numpy."""
+
+    env: EnvSpec
+    observation_space: Space
+    action_space: Space
+    layers: tuple[Layer, ...]
+    head: Head = "actor"
+    scale: float = 1.0  # 1/255 for an image observation SB3 normalised
+    log_std: FloatArray | None = None  # Box actions of an actor only
+    provenance: dict[str, Any] | None = None
+
+    def features(self, obs: Any) -> FloatArray:
+        """A batch of observations as the network's input (SB3's ``preprocess_obs``)."""
+        space = self.observation_space
+        if space.kind == "Discrete":
+            index = np.asarray(obs, dtype=np.int64).reshape(-1)
+            return np.eye(space.n, dtype=np.float64)[index]
+        array = np.asarray(obs, dtype=np.float64).reshape(-1, space.size)
+        return array * self.scale if self.scale != 1.0 else array
+
+    def outputs(self, obs: Any) -> FloatArray:
+        """The last layer's outputs: logits, Q-values or the Gaussian's mean, (batch, out)."""
+        x = self.features(obs)
+        for layer in self.layers:
+            x = x @ layer.weights.T + layer.bias
+            if layer.activation == "tanh":
+                x = np.tanh(x)
+            elif layer.activation == "relu":
+                x = np.maximum(x, 0.0)
+        return x
+
+    def act(
+        self, obs: Any, deterministic: bool = True, rng: np.random.Generator | None = None
+    ) -> NDArray[Any]:
+        """Actions for a batch of observations: Discrete (batch,) ints, Box (batch, *shape).
+
+        ``deterministic=False`` samples as SB3 does (softmax of the logits, or the mean plus
+        Gaussian noise); a Q head has no distribution and stays greedy.
+        """
+        out = self.outputs(obs)
+        space = self.action_space
+        if space.kind == "Discrete":
+            if deterministic or self.head == "q":
+                return np.argmax(out, axis=1) + space.start
+            generator = rng if rng is not None else np.random.default_rng()
+            shifted = np.exp(out - out.max(axis=1, keepdims=True))
+            probs = shifted / shifted.sum(axis=1, keepdims=True)
+            draws = generator.random((out.shape[0], 1))
+            picked = (probs.cumsum(axis=1) < draws).sum(axis=1)
+            return np.minimum(picked, space.n - 1) + space.start
+        mean = out
+        if not deterministic and self.log_std is not None:
+            generator = rng if rng is not None else np.random.default_rng()
+            mean = mean + np.exp(self.log_std) * generator.standard_normal(mean.shape)
+        assert space.low is not None and space.high is not None
+        clipped = np.clip(mean, space.low, space.high)
+        return clipped.reshape(-1, *space.shape)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "env": self.env.model_dump(mode="json"),
+            "observation_space": self.observation_space.to_json(),
+            "action_space": self.action_space.to_json(),
+            "policy": {
+                "head": self.head,
+                "scale": self.scale,
+                "layers": [
+                    {
+                        "weights": layer.weights.tolist(),
+                        "bias": layer.bias.tolist(),
+                        "activation": layer.activation,
+                    }
+                    for layer in self.layers
+                ],
+                "log_std": None if self.log_std is None else self.log_std.tolist(),
+            },
+            "provenance": self.provenance or {},
+        }
+
+
+def save_env_bot(bot: EnvBot, path: Path) -> None:
+    """Write ``bot`` atomically (the curriculum may read it at any time)."""
+    atomic_write_json(Path(path), bot.to_json())
+
+
+def is_env_bot(document: Any) -> bool:
+    return isinstance(document, dict) and document.get("format") == FORMAT
+
+
+def is_env_bot_file(path: Path) -> bool:
+    """Whether ``path`` is a JSON file of this format (anything else: the caller's loader
+    reports on it)."""
+    try:
+        return Path(path).is_file() and is_env_bot(read_json(Path(path), "bot"))
+    except StateError:
+        return False
+
+
+def load_env_bot(path: Path) -> EnvBot:
+    """The env bot in ``path``; a bad file is a one-line :class:`BotError` naming it."""
+    try:
+        document = read_json(Path(path), "env bot")
+    except StateError as exc:
+        raise BotError(str(exc)) from None
+    try:
+        return parse_env_bot(document)
+    except ValueError as exc:
+        raise BotError(f"{path}: {exc}; rewrite it with `train-env` or fix the field") from None
+
+
+def parse_env_bot(document: Any) -> EnvBot:
+    """An :class:`EnvBot` from its JSON; ``ValueError`` names the field at fault."""
+    if not isinstance(document, dict):
+        raise ValueError(f"an env bot is a JSON object, got {type(document).__name__}")
+    if document.get("format") != FORMAT:
+        raise ValueError(f"format is {document.get('format')!r}, expected {FORMAT!r}")
+    try:
+        env = EnvSpec.model_validate(document.get("env"))
+    except Exception as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ValueError(f"env is not an env spec ({first})") from None
+    obs_space = _space(document.get("observation_space"), "observation_space")
+    action_space = _space(document.get("action_space"), "action_space")
+    policy = document.get("policy")
+    if not isinstance(policy, dict):
+        raise ValueError("policy must be an object with layers")
+    head = policy.get("head", "actor")
+    if head not in ("actor", "q"):
+        raise ValueError(f"policy.head is {head!r}, expected 'actor' or 'q'")
+    if head == "q" and action_space.kind != "Discrete":
+        raise ValueError("policy.head 'q' needs a Discrete action_space")
+    scale = policy.get("scale", 1.0)
+    if not isinstance(scale, int | float) or isinstance(scale, bool) or not scale > 0:
+        raise ValueError(f"policy.scale must be a positive number, got {scale!r}")
+    layers = _layers(policy.get("layers"), obs_space.size, action_space.size)
+    log_std = None
+    if policy.get("log_std") is not None:
+        log_std = _vector(policy["log_std"], "policy.log_std")
+        if action_space.kind != "Box" or log_std.shape != (action_space.size,):
+            raise ValueError(
+                f"policy.log_std has {log_std.size} values; a Box action_space of "
+                f"{action_space.size} needs that many (a Discrete one none)"
+            )
+    provenance = document.get("provenance", {})
+    if not isinstance(provenance, dict):
+        raise ValueError("provenance must be an object")
+    return EnvBot(env, obs_space, action_space, layers, head, float(scale), log_std, provenance)
+
+
+def _count(value: Any, field: str, minimum: int) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise ValueError(f"{field} must be an integer >= {minimum}, got {value!r}")
+    return value
+
+
+def _space(value: Any, field: str) -> Space:
+    if not isinstance(value, dict):
+        raise ValueError(f"{field} must be an object with a type")
+    kind = value.get("type")
+    if kind == "Discrete":
+        n = _count(value.get("n"), f"{field}.n", 1)
+        return Space("Discrete", n=n, start=_count(value.get("start", 0), f"{field}.start", 0))
+    if kind != "Box":
+        raise ValueError(f"{field}.type is {kind!r}; env bots hold 'Discrete' or 'Box' spaces")
+    shape = value.get("shape")
+    if not isinstance(shape, list) or not shape:
+        raise ValueError(f"{field}.shape must be a non-empty list of sizes, got {shape!r}")
+    dims = tuple(_count(d, f"{field}.shape", 1) for d in shape)
+    bounds = []
+    for side, unbounded in (("low", -np.inf), ("high", np.inf)):
+        raw = value.get(side)
+        if not isinstance(raw, list) or len(raw) != math.prod(dims):
+            raise ValueError(f"{field}.{side} must list {math.prod(dims)} bounds (null: none)")
+        if any(not (v is None or _is_number(v)) for v in raw):
+            raise ValueError(f"{field}.{side} must hold numbers or null")
+        bounds.append(np.array([unbounded if v is None else v for v in raw], dtype=np.float64))
+    dtype = value.get("dtype", "float32")
+    if not isinstance(dtype, str):
+        raise ValueError(f"{field}.dtype must be a string, got {dtype!r}")
+    return Space("Box", shape=dims, low=bounds[0], high=bounds[1], dtype=dtype)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _vector(value: Any, field: str) -> FloatArray:
+    if not isinstance(value, list) or not all(_is_number(v) for v in value):
+        raise ValueError(f"{field} must be a list of finite numbers")
+    return np.array(value, dtype=np.float64)
+
+
+def _layers(value: Any, inputs: int, outputs: int) -> tuple[Layer, ...]:
+    if not isinstance(value, list) or not value:
+        raise ValueError("policy.layers must be a non-empty list")
+    layers = []
+    width = inputs
+    for i, raw in enumerate(value):
+        field = f"policy.layers[{i}]"
+        if not isinstance(raw, dict):
+            raise ValueError(f"{field} must be an object with weights, bias and activation")
+        rows = raw.get("weights")
+        if not isinstance(rows, list) or not rows or not all(isinstance(r, list) for r in rows):
+            raise ValueError(f"{field}.weights must be a list of rows")
+        lengths = sorted({len(r) for r in rows})
+        if lengths != [width]:
+            raise ValueError(f"{field}.weights rows must have {width} values, got {lengths}")
+        weights = np.array([_vector(r, f"{field}.weights") for r in rows])
+        bias = _vector(raw.get("bias"), f"{field}.bias")
+        if bias.shape != (weights.shape[0],):
+            raise ValueError(f"{field}.bias must have {weights.shape[0]} values")
+        activation = raw.get("activation")
+        if activation not in ACTIVATIONS:
+            raise ValueError(f"{field}.activation is {activation!r}, expected one of {ACTIVATIONS}")
+        layers.append(Layer(weights, bias, activation))
+        width = weights.shape[0]
+    if width != outputs:
+        raise ValueError(f"the last layer gives {width} outputs; the action space needs {outputs}")
+    return tuple(layers)

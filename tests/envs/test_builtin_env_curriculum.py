@@ -1,0 +1,90 @@
+"""A Gymnasium curriculum with no trainer or evaluator of the user's own: `run` trains
+each stage with `train-env`, gates it with the built-in env evaluator (threshold against
+{builtin = "random"}, then margin against stage 1's bot), and the committed env bots
+replay in a clone that has no checkpoints/."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+STAGES = """\
+max_retries = 1
+reference_bot = {builtin = "random"}
+
+[env]
+kind = "gymnasium"
+id = "FrozenLake-v1"
+kwargs = {map_name = "4x4", is_slippery = false}
+
+[defaults]
+timesteps = 40_000
+
+[[stages]]
+name = "dry"
+gate = {rule = "threshold", target = 0.9}
+
+[[stages]]
+name = "again"
+timesteps = 8_000
+"""
+
+
+def cli(ws: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "cosmic_curriculum", *args],
+        cwd=ws,
+        env=dict(os.environ),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_a_gymnasium_curriculum_needs_no_commands_of_its_own(tmp_path: Path) -> None:
+    pytest.importorskip("gymnasium")
+    pytest.importorskip("stable_baselines3")
+    ws = tmp_path / "ws"
+    made = cli(tmp_path, "init", "--bare", str(ws))
+    assert made.returncode == 0, made.stdout + made.stderr
+    (ws / "stages.toml").write_text(STAGES)
+    subprocess.run(["git", "add", "stages.toml"], cwd=ws, check=True)
+    subprocess.run(["git", "commit", "-qm", "stages"], cwd=ws, check=True)
+
+    done = cli(ws, "run")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "curriculum done" in done.stdout + done.stderr
+
+    state = json.loads((ws / "curriculum_state.json").read_text())
+    passed = [e["experiment"] for e in state["log"] if e["decision"] == "pass"]
+    assert state["status"] == "done" and len(passed) == 2
+    records = json.loads((ws / "eval_history.json").read_text())
+    first = next(r for r in records if r["curriculum_experiment"] == passed[0])
+    assert first["reference"] == "builtin:random" and first["evaluator"] == "env"
+    assert first["successes"] >= 0.9 * first["episodes"]
+    second = next(r for r in records if r["curriculum_experiment"] == passed[1])
+    assert second["reference"] == f"bots/{passed[0]}.json" and second["episodes"] == 100
+    for experiment in passed:
+        log = (ws / "logs" / f"{experiment}.log").read_text()
+        assert "train-env" in log and "--reset-std" not in log
+    stage2 = json.loads((ws / "bots" / f"{passed[1]}.json").read_text())
+    assert stage2["provenance"]["resumed_from"] == f"checkpoints/{passed[0]}/final.zip"
+
+    # The committed bots replay where no checkpoint is.
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(ws), str(clone)], check=True)
+    assert not (clone / "checkpoints").exists()
+    for experiment in passed:
+        replay = cli(clone, "evaluate", f"bots/{experiment}.json", "random", "-n", "20")
+        assert replay.returncode == 0, replay.stdout + replay.stderr
+        assert "20/20 successes" in replay.stdout, replay.stdout
+    stage2_vs_1 = cli(clone, "evaluate", f"bots/{passed[1]}.json", f"bots/{passed[0]}.json")
+    assert stage2_vs_1.returncode == 0, stage2_vs_1.stdout + stage2_vs_1.stderr
+    assert "draws" in stage2_vs_1.stdout and "successes" in stage2_vs_1.stdout

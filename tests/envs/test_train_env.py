@@ -1,0 +1,103 @@
+"""`train-env` on real FrozenLake: final.zip and a valid env bot; SIGTERM leaves a step
+checkpoint and exits 143; a resume of it trains on to the total; the trained bot beats
+random in the env evaluator."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("gymnasium")
+pytest.importorskip("stable_baselines3")
+
+from cosmic_curriculum.envs.evaluate import RANDOM, evaluate_env
+from cosmic_curriculum.envs.policy import load_env_bot
+from cosmic_curriculum.progress import parse_progress_line
+from cosmic_curriculum.workspace.env_config import EnvSpec
+
+LAKE = EnvSpec(
+    kind="gymnasium", id="FrozenLake-v1", kwargs={"map_name": "4x4", "is_slippery": False}
+)
+
+
+def train_env(ws: Path, *args: str) -> subprocess.Popen[str]:
+    argv = [sys.executable, "-m", "cosmic_curriculum", "train-env", *args]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    return subprocess.Popen(
+        argv, cwd=ws, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_train_env_writes_a_bot_that_beats_random(tmp_path: Path) -> None:
+    proc = train_env(tmp_path, "lake", "--timesteps", "40000", "--env", LAKE.to_argument())
+    out, _ = proc.communicate(timeout=280)
+    assert proc.returncode == 0, out
+    assert (tmp_path / "checkpoints" / "lake" / "final.zip").is_file()
+    progress = [p for p in map(parse_progress_line, out.splitlines()) if p]
+    assert progress and progress[-1]["timesteps"] >= 40000 and progress[-1]["total"] == 40000
+    bot = load_env_bot(tmp_path / "bots" / "lake.json")
+    assert bot.env == LAKE and bot.provenance is not None
+    assert bot.provenance["algo"] == "PPO" and bot.provenance["timesteps"] >= 40000
+    assert len(bot.provenance["checkpoint_sha256"]) == 64
+    record = evaluate_env(
+        tmp_path / "bots" / "lake.json",
+        RANDOM,
+        history_path=tmp_path / "h.json",
+        episodes=50,
+        seed=0,
+    )
+    assert record["successes"] == 50 and record["wins_a"] > record["wins_b"]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_sigterm_saves_a_step_checkpoint_and_resume_reaches_the_total(tmp_path: Path) -> None:
+    total = "200000"
+    proc = train_env(tmp_path, "lake", "--timesteps", total, "--env", LAKE.to_argument())
+    assert proc.stdout is not None
+    for line in proc.stdout:  # wait until it is training
+        if parse_progress_line(line.strip()):
+            break
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 143, out
+    steps = sorted((tmp_path / "checkpoints" / "lake").glob("step_*.zip"))
+    assert steps and not (tmp_path / "bots" / "lake.json").exists()
+    done = max(int(p.stem[5:]) for p in steps)
+    assert 0 < done < 200000
+    latest = f"checkpoints/lake/step_{done}.zip"
+    total = str(done + 4096)  # what is left: two PPO updates
+    proc = train_env(
+        tmp_path, "lake", "--timesteps", total, "--env", LAKE.to_argument(), "--resume", latest
+    )
+    out, _ = proc.communicate(timeout=200)
+    assert proc.returncode == 0, out
+    assert "continuing" in out and f"4096 of {total}" in out
+    bot = json.loads((tmp_path / "bots" / "lake.json").read_text())
+    assert int(total) <= bot["provenance"]["timesteps"] < int(total) + 2048
+    assert bot["provenance"]["resumed_from"] == latest
+
+
+def test_bad_options_are_one_line(tmp_path: Path) -> None:
+    for args, needle in (
+        (["x", "--timesteps", "10", "--env", "{"], "--env"),
+        (["x", "--timesteps", "10", "--env", LAKE.to_argument(), "--algo", "SAC"], "--algo"),
+        (
+            ["x", "--timesteps", "10", "--env", LAKE.to_argument(), "--hyperparams", '{"nope": 1}'],
+            "--hyperparams",
+        ),
+    ):
+        proc = train_env(tmp_path, *args)
+        out, _ = proc.communicate(timeout=120)
+        assert proc.returncode == 2, out
+        assert needle in out and len(out.strip().splitlines()) == 1, out
