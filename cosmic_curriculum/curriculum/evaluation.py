@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from cosmic_curriculum.core import transitions as t
 from cosmic_curriculum.core.rules import (
@@ -37,9 +37,6 @@ from cosmic_curriculum.system import processes as runner
 from cosmic_curriculum.system.clock import utc_now
 from cosmic_curriculum.workspace import history
 from cosmic_curriculum.workspace.state import Attempt, Candidate
-
-if TYPE_CHECKING:
-    pass
 
 
 def evaluate(run: Run) -> None:
