@@ -18,8 +18,6 @@ import io
 import json
 import signal
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -39,6 +37,7 @@ from cosmic_curriculum.envs.policy import save_env_bot
 from cosmic_curriculum.errors import ConfigError, TrainerError
 from cosmic_curriculum.progress import format_progress
 from cosmic_curriculum.system.fsio import atomic_write_bytes
+from cosmic_curriculum.train.stopping import StopFlag, signals_handled
 from cosmic_curriculum.workspace.env_config import EnvSpec, check_env
 from cosmic_curriculum.workspace.layout import Layout, check_experiment, step_checkpoints
 
@@ -107,26 +106,6 @@ def parse_settings(
     return EnvTrainSettings(experiment, timesteps, spec, workspace, resume, seed, chosen, params)
 
 
-class Stop:
-    """The signal that asked training to stop (the handler only records it)."""
-
-    def __init__(self) -> None:
-        self.signum: int | None = None
-
-    def __call__(self, signum: int, _frame: object) -> None:
-        self.signum = signum
-
-
-@contextmanager
-def signals_handled(stop: Stop) -> Iterator[None]:
-    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-
-
 def save_model(model: Any, path: Path) -> str:
     """Save an SB3 model with an atomic replace; its sha256."""
     import hashlib
@@ -184,7 +163,7 @@ def _loaded_model(settings: EnvTrainSettings, venv: Any, path: Path) -> Any:
     return model
 
 
-def _callback(settings: EnvTrainSettings, layout: Layout, stop: Stop, done: int) -> Any:
+def _callback(settings: EnvTrainSettings, layout: Layout, stop: StopFlag, done: int) -> Any:
     from stable_baselines3.common.callbacks import BaseCallback
 
     class Periodic(BaseCallback):
@@ -237,7 +216,7 @@ def train_env(settings: EnvTrainSettings) -> int:
     """One training to its total (or a signal); the exit code (0, or 128 + the signal)."""
     layout = Layout(settings.workspace.resolve())
     directory = layout.checkpoint_dir(settings.experiment)
-    stop = Stop()
+    stop = StopFlag()
     with signals_handled(stop):
         import torch
 

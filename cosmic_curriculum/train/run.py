@@ -6,15 +6,11 @@ and exports a partial bot, and exits with 128 + the signal number.
 
 from __future__ import annotations
 
-import contextlib
-import signal
 import sys
-import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from cosmic_curriculum.errors import BotError, ConfigError, TrainerError
@@ -28,6 +24,7 @@ from cosmic_curriculum.train.checkpoints import (
     sha256_file,
 )
 from cosmic_curriculum.train.settings import TrainSettings, game_settings
+from cosmic_curriculum.train.stopping import StopFlag, signals_handled
 from cosmic_curriculum.workspace.layout import Layout, step_checkpoint_name
 
 if TYPE_CHECKING:
@@ -93,7 +90,7 @@ def train(settings: TrainSettings, extra_callbacks: Sequence[Any] = ()) -> Train
 
     experiment_dir = layout.checkpoint_dir(settings.experiment)
     stats = RunStats()
-    stop = StopFlag()
+    stop = StopFlag("a checkpoint and a partial bot")
     callbacks: list[Any] = [
         Progress(total, settings.progress_interval, stats, lambda: stop.signum is not None),
         Checkpoints(
@@ -299,36 +296,3 @@ def plot_curve(layout: Layout, experiment: str, stats: RunStats) -> None:
 
 # --------------------------------------------------------------------------------------
 # signals
-
-
-class StopFlag:
-    """Set by SIGINT/SIGTERM: training stops at the next env step, saves and exports."""
-
-    def __init__(self) -> None:
-        self.signum: int | None = None
-        self.at = 0.0
-
-    def __call__(self, signum: int, frame: FrameType | None) -> None:
-        if self.signum is not None:
-            # A terminal's Ctrl-C reaches both the wrapper (which forwards it) and us: a
-            # repeat within a second is the same request. A later one means "abort now".
-            if time.monotonic() - self.at > 1.0:
-                raise KeyboardInterrupt
-            return
-        self.signum = signum
-        self.at = time.monotonic()
-        sys.stderr.write(
-            f"{signal.Signals(signum).name}: stopping after this step, saving a checkpoint "
-            "and a partial bot (send again to abort)\n"
-        )
-        sys.stderr.flush()
-
-
-@contextlib.contextmanager
-def signals_handled(flag: StopFlag) -> Iterator[None]:
-    previous = {sig: signal.signal(sig, flag) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
