@@ -185,6 +185,7 @@ def test_signals_stop_the_trainer_group_save_and_resume(ws: Path, sig: signal.Si
     assert_clean_end(ws)
 
 
+@pytest.mark.slow
 def test_status_json_and_table(ws: Path) -> None:
     set_scripts(ws, eval_script={"*": "fail"})
     assert cli(ws, "run", "--workspace", str(ws), "--no-push").returncode == 1

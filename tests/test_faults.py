@@ -327,6 +327,7 @@ def test_bad_trained_bot_is_an_attempt_error_and_rerun_retrains(tmp_path: Path, 
 # --------------------------------------------------------------------------- 4. trainer
 
 
+@pytest.mark.slow
 def test_trainer_killed_by_a_signal_is_an_attempt_error(ws: Path) -> None:
     set_scripts(ws, trainer_script={"curric-s1-score": {"mode": "killed"}})
     result = run_cli(ws)
@@ -371,6 +372,7 @@ def test_detached_head_is_refused_by_the_cli(ws: Path) -> None:
     assert snapshot(ws) == before
 
 
+@pytest.mark.slow
 def test_users_staged_unstaged_and_untracked_work_is_kept_exactly(ws: Path) -> None:
     # One file with a staged change and a further unstaged change on top of it.
     (ws / "notes.txt").write_text("v1\n")
@@ -678,6 +680,7 @@ def test_second_run_is_refused_while_an_orphaned_evaluator_runs(ws: Path) -> Non
     assert len(history_records) == 3
 
 
+@pytest.mark.slow
 def test_status_and_run_error_path_for_config_change_is_one_line(ws: Path) -> None:
     """A finished stage's definition changed: refused in one line, state kept."""
     set_scripts(ws, eval_script={})

@@ -65,6 +65,7 @@ def test_simulator_reproduces_the_reference_table_full() -> None:
     _check(trials=40_000, extra_sigmas=0.0)
 
 
+@pytest.mark.slow
 def test_pair_checked_pentanomial_sprt_keeps_both_error_rates() -> None:
     # The default evaluator's SPRT (every pair, pentanomial): both error rates about 5%
     # or less, and far fewer episodes than the fixed 100 once draws are common.

@@ -98,6 +98,7 @@ def test_a_hook_that_never_returns_is_killed_and_the_index_is_kept(
     assert git(repo, "diff", "--cached", "--name-only") == "user.py"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fault", ["gpg-sign-without-gpg", "pre-commit-hook-refuses"])
 def test_a_commit_that_cannot_succeed_ends_run_with_exit_3_and_keeps_the_index(
     tmp_path: Path, fault: str

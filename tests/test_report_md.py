@@ -93,6 +93,7 @@ def test_a_picture_that_cannot_be_drawn_is_a_warning(ws: Path) -> None:
     assert "Every stage passed" in report and IMAGE.findall(report) == []
 
 
+@pytest.mark.slow
 def test_the_html_page_is_self_contained(ws: Path, tmp_path: Path) -> None:
     run_in_process(ws)
     out = tmp_path / "page.html"

@@ -72,6 +72,7 @@ def dones(ws: Path) -> dict[str, int]:
     return counts
 
 
+@pytest.mark.slow
 def test_k3_names_seeds_and_the_fresh_evaluation_decides(tmp_path: Path) -> None:
     ws = k_workspace(
         tmp_path / "ws",
@@ -146,6 +147,7 @@ def test_a_fresh_failure_fails_the_attempt_and_the_retry_resumes_the_chosen(
     assert {r["resume"] for r in retry} == {"checkpoints/curric-s1-score-c2/final.zip"}
 
 
+@pytest.mark.slow
 def test_a_failing_candidate_errors_after_the_others_and_only_it_trains_again(
     tmp_path: Path,
 ) -> None:
@@ -213,6 +215,7 @@ def test_candidates_that_time_out_fail_each_on_its_own(tmp_path: Path) -> None:
     assert "--attempt-timeout" in flight["candidates"][0]["error"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [1, 2])
 def test_kill_9_at_random_points_resumes_every_candidate(tmp_path: Path, seed: int) -> None:
     """SIGKILL `run` (alone, or with everything working in the workspace) at random
@@ -264,6 +267,7 @@ def test_kill_9_at_random_points_resumes_every_candidate(tmp_path: Path, seed: i
     assert [r["id"] for r in fresh] == [e["eval_id"] for e in data["log"]]
 
 
+@pytest.mark.slow
 def test_orphaned_candidates_are_named_then_adopted(tmp_path: Path) -> None:
     """kill -9 of `run` alone: its candidates' trainers live on holding the workspace; the
     next `run` names them, and once they finished adopts their results (none retrained)."""

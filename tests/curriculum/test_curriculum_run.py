@@ -162,6 +162,7 @@ def _block_stage_two(ws: Path, **run_options: Any) -> None:
         run(ws, **run_options)
 
 
+@pytest.mark.slow
 def test_force_retry_runs_next_attempt_and_blocks_again_on_failure(ws: Path) -> None:
     _block_stage_two(ws)
     set_scripts(ws, eval_script={"*": "fail"})
@@ -178,6 +179,7 @@ def test_force_retry_runs_next_attempt_and_blocks_again_on_failure(ws: Path) -> 
     assert argv_of(ws, "curric-s3-no_draws")[-1] == "checkpoints/curric-s2-defend-retry4/final.zip"
 
 
+@pytest.mark.slow
 def test_skip_to_next_stage_records_override_pass(ws: Path) -> None:
     _block_stage_two(ws)
     set_scripts(ws, eval_script={"*": "pass"})
@@ -367,6 +369,7 @@ def test_preflight_reference_bot_and_training_command(ws: Path) -> None:
     assert trainer_runs(ws) == []
 
 
+@pytest.mark.slow
 def test_config_change_of_a_finished_stage_needs_consent(ws: Path) -> None:
     _block_stage_two(ws)
     text = (ws / "stages.toml").read_text().replace('"--stage-flag", "score"', '"--new"')
@@ -419,6 +422,7 @@ def test_not_a_git_repo_warns_once_and_runs(
     assert sum("not a git repository" in w for w in rec.warnings()) == 1
 
 
+@pytest.mark.slow
 def test_unreachable_remote_sets_push_pending_and_training_goes_on(
     ws: Path, tmp_path: Path
 ) -> None:

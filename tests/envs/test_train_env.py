@@ -88,6 +88,7 @@ def test_sigterm_saves_a_step_checkpoint_and_resume_reaches_the_total(tmp_path: 
     assert bot["provenance"]["resumed_from"] == latest
 
 
+@pytest.mark.slow
 def test_bad_options_are_one_line(tmp_path: Path) -> None:
     for args, needle in (
         (["x", "--timesteps", "10", "--env", "{"], "--env"),
