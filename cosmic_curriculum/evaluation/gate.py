@@ -128,14 +128,7 @@ def decide(
         else:
             model = "trinomial"
             llr = stats.llr_trinomial(wins_a, wins_b, draws, s0, s1) if n else 0.0
-        if llr >= upper:
-            verdict = "pass"
-        elif llr <= lower:
-            verdict = "fail"
-        elif n >= cap:
-            verdict = "fail" if llr < 0 else "pass"
-        else:
-            verdict = "continue"
+        verdict = stats.sprt_verdict(llr, lower, upper, at_cap=n >= cap)
         info.update(
             model=model,
             llr=llr,

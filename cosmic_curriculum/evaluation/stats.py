@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -247,6 +248,20 @@ def llr_pentanomial(pair_scores: Sequence[float] | ArrayLike, s0: float, s1: flo
 def sprt_bounds(alpha: float, beta: float) -> tuple[float, float]:
     """Wald's bounds ``(ln(β/(1-α)), ln((1-β)/α))``: below the first accept H0 (fail)."""
     return math.log(beta / (1.0 - alpha)), math.log((1.0 - beta) / alpha)
+
+
+def sprt_verdict(
+    llr: float, lower: float, upper: float, at_cap: bool
+) -> Literal["pass", "fail", "continue"]:
+    """Wald's stopping rule: pass at the upper bound, fail at the lower; at the cap (no
+    more episodes) fail iff the LLR is negative; else keep playing."""
+    if llr >= upper:
+        return "pass"
+    if llr <= lower:
+        return "fail"
+    if at_cap:
+        return "fail" if llr < 0 else "pass"
+    return "continue"
 
 
 def _finite_or_none(x: float) -> float | None:

@@ -63,15 +63,7 @@ def decide_success(
     p0, p1 = hypotheses(settings)
     lower, upper = stats.sprt_bounds(settings.alpha, settings.beta)
     llr = bernoulli_llr(successes, episodes, p0, p1)
-    verdict: Verdict
-    if llr >= upper:
-        verdict = "pass"
-    elif llr <= lower:
-        verdict = "fail"
-    elif episodes >= cap:
-        verdict = "fail" if llr < 0 else "pass"
-    else:
-        verdict = "continue"
+    verdict: Verdict = stats.sprt_verdict(llr, lower, upper, at_cap=episodes >= cap)
     counts, wilson = _rate_text(successes, episodes)
     info: dict[str, Any] = {
         "rule": "threshold",
