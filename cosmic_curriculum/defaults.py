@@ -53,10 +53,16 @@ ENV_KIND: Final = "arena"
 ENV_MAX_EPISODE_STEPS: Final = 10_000
 # Episodes the env evaluator plays side by side (one batched numpy forward pass a step).
 ENV_EVAL_BATCH: Final = 16
-# `train-env`: the SB3 algorithm, envs stepped side by side (DummyVecEnv), timesteps
-# between step_<n>.zip checkpoints, step checkpoints kept, seconds between @progress lines.
+# `train-env` ([trainer] in stages.toml): the SB3 algorithm, envs stepped side by side,
+# timesteps between step_<n>.zip checkpoints, step checkpoints kept, seconds between
+# @progress lines.
 ENV_ALGO: Final = "PPO"
 ENV_N_ENVS: Final = 8
+# How the envs are stepped ([trainer] vec_env): "auto" steps them in subprocesses only
+# when that pays (two or more usable cores and one step costing ENV_SUBPROC_STEP_SECONDS
+# or more, measured on the stage's env), else in the trainer's process.
+ENV_VEC_ENV: Final = "auto"
+ENV_SUBPROC_STEP_SECONDS: Final = 0.001
 ENV_CHECKPOINT_EVERY_TIMESTEPS: Final = 10_000
 ENV_KEEP_CHECKPOINTS: Final = 2
 ENV_PROGRESS_SECONDS: Final = 2.0

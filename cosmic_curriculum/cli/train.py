@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal, get_origin
 import typer
 
 from cosmic_curriculum.cli.app import OneLineUsageCommand, app, guarded
-from cosmic_curriculum.defaults import ENV_ALGO
+from cosmic_curriculum.defaults import ENV_ALGO, ENV_N_ENVS, ENV_SUBPROC_STEP_SECONDS, ENV_VEC_ENV
 from cosmic_curriculum.train.settings import TrainSettings
 
 # The train command's options in --help order. Each one's type, default and help text come
@@ -110,10 +110,44 @@ def train_env_command(
         ),
     ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the model and the envs.")] = 0,
-    algo: Annotated[str, typer.Option(help="PPO, A2C or DQN (stable-baselines3).")] = ENV_ALGO,
-    hyperparams: Annotated[
-        str | None, typer.Option(help="The algorithm's keyword arguments as a JSON object.")
+    algo: Annotated[
+        str,
+        typer.Option(
+            help="The algorithm: PPO, A2C, DQN, SAC, TD3, DDPG (stable-baselines3) or TQC, "
+            "TRPO, ARS, QRDQN, CrossQ (sb3-contrib: the contrib extra)."
+        ),
+    ] = ENV_ALGO,
+    policy: Annotated[
+        str | None,
+        typer.Option(
+            help="The SB3 policy. Default: MultiInputPolicy for Dict observations, "
+            "CnnPolicy for images of at least 36x36 pixels, else MlpPolicy."
+        ),
     ] = None,
+    hyperparams: Annotated[
+        str | None,
+        typer.Option(
+            help='The algorithm\'s keyword arguments as a JSON object; "lin_<x>" is a linear '
+            'schedule from x to 0, "nn.ReLU" in policy_kwargs a torch activation, '
+            "noise_type/noise_std an action noise (rl-zoo3's forms)."
+        ),
+    ] = None,
+    normalize: Annotated[
+        str | None,
+        typer.Option(
+            help="Wrap the envs in VecNormalize: true, or a JSON object of its keyword "
+            "arguments; its statistics are saved with each checkpoint."
+        ),
+    ] = None,
+    n_envs: Annotated[int, typer.Option(help="Envs stepped side by side.")] = ENV_N_ENVS,
+    vec_env: Annotated[
+        str,
+        typer.Option(
+            help="auto, dummy (in this process) or subproc (one process per env); auto "
+            "takes subproc only with 2+ usable cores and an env step of "
+            f"{ENV_SUBPROC_STEP_SECONDS * 1000:g} ms or more."
+        ),
+    ] = ENV_VEC_ENV,
     workspace: Annotated[Path, typer.Option(help="The workspace directory.")] = Path("."),
 ) -> None:
     """Train a Gymnasium stage's bot with stable-baselines3; export bots/EXPERIMENT.json."""
@@ -130,6 +164,10 @@ def train_env_command(
             algo=algo,
             hyperparams=hyperparams,
             workspace=workspace,
+            policy=policy,
+            normalize=normalize,
+            n_envs=n_envs,
+            vec_env=vec_env,
         )
         return train_env(settings)
 

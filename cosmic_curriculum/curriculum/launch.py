@@ -19,6 +19,7 @@ from cosmic_curriculum.system import fsio
 from cosmic_curriculum.system import processes as runner
 from cosmic_curriculum.system.clock import utc_now
 from cosmic_curriculum.system.processes import start_problem
+from cosmic_curriculum.workspace.stage_trainer import stage_trainer
 from cosmic_curriculum.workspace.state import Attempt
 from cosmic_curriculum.workspace.trainer_log import launch_header
 
@@ -32,7 +33,8 @@ def training_argv(
 ) -> list[str]:
     """The training command of ``flight`` (or of its candidate ``experiment``, which gets
     ``--seed``). ``--n-parallel`` and ``--speedup`` are the arena's: another kind of env
-    gets ``--env <its spec as JSON>`` instead (docs/ENVIRONMENTS.md)."""
+    gets ``--env <its spec as JSON>`` instead, and `train-env` the options of the stage's
+    trainer (docs/ENVIRONMENTS.md)."""
     cfg, opts, i = run.config, run.opts, flight.stage_index
     env = cfg.stage_env(i)
     # A Gymnasium stage without a training_command of its own trains with `train-env`,
@@ -55,6 +57,10 @@ def training_argv(
         ]
     else:
         argv += ["--env", env.to_argument()]
+    if cfg.builtin_env_trainer(i):
+        # [trainer] and the stage's own (its hyperparams_file read now); the stage's
+        # flags come after, so a flag still overrides an option.
+        argv += stage_trainer(cfg, i, run.ws).argv()
     argv += [*cfg.stage_standing_args(i), *cfg.stages[i].flags]
     if resume:
         argv += ["--resume", resume]

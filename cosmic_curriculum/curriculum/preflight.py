@@ -294,7 +294,10 @@ def _preflight_commands(run: Run) -> None:
         _check_executable(run, config.training_command[0], "training_command")
     from cosmic_curriculum.envs.check import check_stage_envs  # gymnasium, if a stage uses it
 
-    check_stage_envs(config, run.state.stage_index, run.opts.timesteps is not None)
+    for note in check_stage_envs(
+        config, run.state.stage_index, run.opts.timesteps is not None, run.ws
+    ):
+        run.reporter.info(note)
     if config.evaluation_command:
         _check_executable(run, config.evaluation_command[0], "evaluation_command")
     i = run.state.stage_index

@@ -1,19 +1,28 @@
 """Every stage's environment, checked before any training: the kinds that exist, a budget
 of its own, a Gymnasium env that builds, and the same spaces from stage to stage (a stage
-warm-starts from the previous stage's checkpoint, whose policy has the previous spaces)."""
+warm-starts from the previous stage's checkpoint, whose policy has the previous spaces);
+and the trainer of each stage `train-env` trains (envs/algos.py), which must keep the
+algorithm, the policy's layers and observation normalization from stage to stage."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from cosmic_curriculum.errors import ConfigError
 from cosmic_curriculum.workspace.config import CurriculumConfig
+from cosmic_curriculum.workspace.stage_trainer import StageTrainer, stage_trainer
 
 
-def check_stage_envs(config: CurriculumConfig, first: int, timesteps_given: bool) -> None:
+def check_stage_envs(
+    config: CurriculumConfig, first: int, timesteps_given: bool, root: Path | None = None
+) -> list[str]:
     """Check stages ``first``.. (and the one before, which they warm-start from); a
-    problem is a one-line ConfigError naming the file and the stage."""
+    problem is a one-line ConfigError naming the file and the stage. With the workspace
+    ``root``, the trainers of train-env's stages too; the notes to tell the user."""
     previous: tuple[str, str, tuple[Any, Any] | None] | None = None  # (label, kind, spaces)
+    trained: tuple[str, StageTrainer] | None = None  # the previous stage's train-env settings
+    notes: list[str] = []
     for i in range(max(0, first - 1), len(config.stages)):
         stage, spec = config.stages[i], config.stage_env(i)
         label = f"stage {i + 1} {stage.name}"
@@ -41,6 +50,53 @@ def check_stage_envs(config: CurriculumConfig, first: int, timesteps_given: bool
         if previous is not None:
             _same_as_previous(where, previous, spec.kind, found)
         previous = (label, spec.kind, found)
+        if root is not None and found is not None and config.builtin_env_trainer(i):
+            trainer = stage_trainer(config, i, root)
+            _check_trainer(where, trainer, found, trained)
+            trained = (label, trainer)
+            if trainer.zoo_timesteps is not None and i >= first:
+                notes.append(
+                    f"{label}: {trainer.source} has n_timesteps {trainer.zoo_timesteps:,}; "
+                    f"the stage trains its own budget ({config.stage_timesteps(i):,} timesteps)"
+                )
+    return notes
+
+
+def _check_trainer(
+    where: str,
+    trainer: StageTrainer,
+    found: tuple[Any, Any],
+    previous: tuple[str, StageTrainer] | None,
+) -> None:
+    from cosmic_curriculum.envs.algos import check_trainer
+
+    try:
+        check_trainer(trainer, *found)
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+    if previous is None:
+        return
+    label, before = previous
+
+    def norm_obs(t: StageTrainer) -> bool:
+        return t.normalize is not None and t.normalize.get("norm_obs", True) is not False
+
+    for key, was, now in (
+        ("algo", before.algo, trainer.algo),
+        ("policy", before.policy, trainer.policy),
+        (
+            "hyperparams.policy_kwargs",
+            before.hyperparams.get("policy_kwargs"),
+            trainer.hyperparams.get("policy_kwargs"),
+        ),
+        ("normalize (norm_obs)", norm_obs(before), norm_obs(trainer)),
+    ):
+        if was != now:
+            raise ConfigError(
+                f"{where}: trainer.{key} {now!r} differs from {label}'s {was!r}, but a stage "
+                "warm-starts from the previous stage's checkpoint; keep it the same, or "
+                "start a separate curriculum"
+            )
 
 
 def _same_as_previous(

@@ -1,12 +1,14 @@
 """`cosmic-curriculum train-env`: the built-in trainer of Gymnasium stages (SB3).
 
     train-env EXPERIMENT --timesteps N --env JSON [--resume CKPT] [--seed K]
-              [--algo PPO|A2C|DQN] [--hyperparams JSON]
+              [--algo NAME] [--policy NAME] [--hyperparams JSON] [--normalize JSON]
+              [--n-envs N] [--vec-env auto|dummy|subproc]
 
 It follows docs/ENVIRONMENTS.md: ``--timesteps`` is the total; ``--resume`` of its own
 ``checkpoints/EXPERIMENT/step_<n>.zip`` trains what is left, a warm start from another
-experiment's checkpoint trains all of it. It prints ``@progress`` lines, saves step
-checkpoints, and on SIGINT/SIGTERM saves one and exits 128 + the signal. It leaves
+experiment's checkpoint trains all of it (VecNormalize statistics saved beside a
+checkpoint are loaded with it). It prints ``@progress`` lines, saves step checkpoints,
+and on SIGINT/SIGTERM/SIGUSR1 saves one and exits 128 + the signal. It leaves
 ``checkpoints/EXPERIMENT/final.zip`` and ``bots/EXPERIMENT.json``, an env bot
 (:mod:`cosmic_curriculum.envs.policy`) that replays without the checkpoint or torch.
 torch and stable-baselines3 are imported when a training starts, never with the package.
@@ -14,35 +16,43 @@ torch and stable-baselines3 are imported when a training starts, never with the 
 
 from __future__ import annotations
 
-import io
 import json
 import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from cosmic_curriculum.defaults import (
     ENV_ALGO,
     ENV_CHECKPOINT_EVERY_TIMESTEPS,
     ENV_KEEP_CHECKPOINTS,
     ENV_N_ENVS,
-    ENV_PPO_N_STEPS,
     ENV_PROGRESS_SECONDS,
+    ENV_VEC_ENV,
     TORCH_THREADS,
 )
+from cosmic_curriculum.envs.algos import algo_class, check_action_space, choose_policy
 from cosmic_curriculum.envs.export import env_bot_from_model
-from cosmic_curriculum.envs.gymnasium import make_env
 from cosmic_curriculum.envs.policy import save_env_bot
-from cosmic_curriculum.errors import ConfigError, TrainerError
+from cosmic_curriculum.errors import ConfigError
 from cosmic_curriculum.progress import format_progress
-from cosmic_curriculum.system.fsio import atomic_write_bytes
+from cosmic_curriculum.train.env_model import (
+    loaded_model,
+    new_model,
+    normalized,
+    save_checkpoint,
+    save_step,
+    stats_path,
+    vec_env,
+)
 from cosmic_curriculum.train.stopping import StopFlag, signals_handled
 from cosmic_curriculum.workspace.env_config import EnvSpec, check_env
-from cosmic_curriculum.workspace.layout import Layout, check_experiment, step_checkpoints
+from cosmic_curriculum.workspace.layout import Layout, check_experiment
+from cosmic_curriculum.workspace.trainer_config import canonical_algo
+from cosmic_curriculum.workspace.zoo_values import check_hyperparams, normalize_table
 
-Algo = Literal["PPO", "A2C", "DQN"]
-ALGOS: tuple[Algo, ...] = ("PPO", "A2C", "DQN")
+VEC_ENVS = ("auto", "dummy", "subproc")
 
 
 @dataclass(frozen=True)
@@ -53,12 +63,22 @@ class EnvTrainSettings:
     workspace: Path = Path(".")
     resume: Path | None = None
     seed: int = 0
-    algo: Algo = ENV_ALGO
+    algo: str = ENV_ALGO
     hyperparams: dict[str, Any] = field(default_factory=dict)
     n_envs: int = ENV_N_ENVS
     checkpoint_every: int = ENV_CHECKPOINT_EVERY_TIMESTEPS
     keep_checkpoints: int = ENV_KEEP_CHECKPOINTS
     progress_seconds: float = ENV_PROGRESS_SECONDS
+    policy: str | None = None  # None: chosen from the observation space
+    normalize: dict[str, Any] | None = None  # VecNormalize's keyword arguments; None: off
+    vec_env: str = ENV_VEC_ENV
+
+
+def _json_option(option: str, text: str, example: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise ConfigError(f"{option}: not JSON ({exc}); pass e.g. '{example}'") from None
 
 
 def parse_settings(
@@ -71,6 +91,10 @@ def parse_settings(
     algo: str,
     hyperparams: str | None,
     workspace: Path,
+    policy: str | None = None,
+    normalize: str | None = None,
+    n_envs: int = ENV_N_ENVS,
+    vec_env: str = ENV_VEC_ENV,
 ) -> EnvTrainSettings:
     """The command line, checked: each fault one line naming the option and the fix."""
     try:
@@ -90,77 +114,46 @@ def parse_settings(
         raise ConfigError(
             f'--env: kind {spec.kind!r} is not trained by train-env; use kind "gymnasium"'
         )
-    chosen = next((a for a in ALGOS if a == algo), None)
-    if chosen is None:
-        raise ConfigError(f"--algo {algo!r}: choose one of {', '.join(ALGOS)}")
+    try:
+        chosen = canonical_algo(algo)
+    except ValueError as exc:
+        raise ConfigError(f"--algo {exc}") from None
+    algo_class(chosen)  # sb3-contrib's algorithms: one line naming the extra to install
     params: dict[str, Any] = {}
     if hyperparams is not None:
-        try:
-            params = json.loads(hyperparams)
-        except ValueError as exc:
-            raise ConfigError(
-                f"--hyperparams: not JSON ({exc}); pass an object, e.g. '{{\"n_steps\": 256}}'"
-            ) from None
+        params = _json_option("--hyperparams", hyperparams, '{"n_steps": 256}')
         if not isinstance(params, dict):
             raise ConfigError("--hyperparams: must be a JSON object of the algorithm's arguments")
-    return EnvTrainSettings(experiment, timesteps, spec, workspace, resume, seed, chosen, params)
-
-
-def save_model(model: Any, path: Path) -> str:
-    """Save an SB3 model with an atomic replace; its sha256."""
-    import hashlib
-
-    buffer = io.BytesIO()
-    model.save(buffer)
-    data = buffer.getvalue()
-    atomic_write_bytes(path, data)
-    return hashlib.sha256(data).hexdigest()
-
-
-def _algo_class(name: Algo) -> Any:
-    import stable_baselines3
-
-    return getattr(stable_baselines3, name)
-
-
-def _vec_env(settings: EnvTrainSettings) -> Any:
-    from stable_baselines3.common.env_util import make_vec_env
-
-    make_env(settings.env).close()  # a spec that does not build fails here, in one line
-    return make_vec_env(lambda: make_env(settings.env), n_envs=settings.n_envs, seed=settings.seed)
-
-
-def _new_model(settings: EnvTrainSettings, venv: Any) -> Any:
-    dict_obs = type(venv.observation_space).__name__ == "Dict"
-    policy = "MultiInputPolicy" if dict_obs else "MlpPolicy"
-    params: dict[str, Any] = {}
-    if settings.algo == "PPO":
-        params["n_steps"] = ENV_PPO_N_STEPS
-    params.update(settings.hyperparams)
-    try:
-        return _algo_class(settings.algo)(
-            policy, venv, seed=settings.seed, device="cpu", verbose=0, **params
-        )
-    except (TypeError, ValueError, AssertionError) as exc:
-        raise ConfigError(
-            f"--hyperparams {json.dumps(settings.hyperparams)} are refused by "
-            f"{settings.algo} ({' '.join(str(exc).split())}); fix --hyperparams"
-        ) from None
-
-
-def _loaded_model(settings: EnvTrainSettings, venv: Any, path: Path) -> Any:
-    if not path.is_file():
-        raise ConfigError(f"--resume {path}: checkpoint file not found")
-    try:
-        model = _algo_class(settings.algo).load(path, env=venv, device="cpu")
-    except Exception as exc:
-        raise TrainerError(
-            f"--resume {path}: not a {settings.algo} checkpoint for this env "
-            f"({type(exc).__name__}: {' '.join(str(exc).split())[:200]}); pass --algo of "
-            "the checkpoint or train from scratch"
-        ) from None
-    model.set_random_seed(settings.seed)
-    return model
+        try:
+            check_hyperparams(params)
+        except ValueError as exc:
+            raise ConfigError(f"--hyperparams: {exc}") from None
+    norm = None
+    if normalize is not None:
+        try:
+            norm = normalize_table(
+                _json_option("--normalize", normalize, '{"norm_reward": false}'), "--normalize"
+            )
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+    if n_envs < 1:
+        raise ConfigError(f"--n-envs {n_envs}: must be >= 1")
+    if vec_env not in VEC_ENVS:
+        raise ConfigError(f"--vec-env {vec_env!r}: choose one of {', '.join(VEC_ENVS)}")
+    return EnvTrainSettings(
+        experiment,
+        timesteps,
+        spec,
+        workspace,
+        resume,
+        seed,
+        chosen,
+        params,
+        n_envs,
+        policy=policy,
+        normalize=norm,
+        vec_env=vec_env,
+    )
 
 
 def _callback(settings: EnvTrainSettings, layout: Layout, stop: StopFlag, done: int) -> Any:
@@ -182,7 +175,7 @@ def _callback(settings: EnvTrainSettings, layout: Layout, stop: StopFlag, done: 
             steps = int(self.model.num_timesteps)
             if steps - self.last_save >= settings.checkpoint_every:
                 self.last_save = steps
-                save_step(self.model, layout, settings)
+                save_step(self.model, layout, settings.experiment, settings.keep_checkpoints)
             now = time.monotonic()
             if now - self.last_print >= settings.progress_seconds:
                 self.last_print = now
@@ -194,15 +187,6 @@ def _callback(settings: EnvTrainSettings, layout: Layout, stop: StopFlag, done: 
             return True
 
     return Periodic()
-
-
-def save_step(model: Any, layout: Layout, settings: EnvTrainSettings) -> Path:
-    """``step_<n>.zip`` at the model's count; only the newest few are kept."""
-    path = layout.step_checkpoint(settings.experiment, int(model.num_timesteps))
-    save_model(model, path)
-    for _, old in step_checkpoints(path.parent)[: -settings.keep_checkpoints]:
-        old.unlink(missing_ok=True)
-    return path
 
 
 def print_progress(model: Any, total: int, fps: float | None = None) -> None:
@@ -221,37 +205,15 @@ def train_env(settings: EnvTrainSettings) -> int:
         import torch
 
         torch.set_num_threads(TORCH_THREADS)  # robust on shared cores
-        venv = _vec_env(settings)
-        resume = settings.resume
-        if resume is not None and not resume.is_absolute():
-            resume = layout.root / resume
-        # Its own step checkpoint continues the count; any other checkpoint warm-starts.
-        continued = resume is not None and resume.resolve().parent == directory.resolve()
-        if resume is None:
-            model = _new_model(settings, venv)
-        else:
-            model = _loaded_model(settings, venv, resume)
-        done = int(model.num_timesteps) if continued else 0
-        left = max(0, settings.timesteps - done)
-        how = "continuing" if continued else ("warm start" if resume else "fresh")
-        print(
-            f"train-env {settings.experiment}: {settings.algo} on {settings.env.id}, {how}, "
-            f"{left} of {settings.timesteps} timesteps",
-            flush=True,
-        )
-        if left > 0 and stop.signum is None:
-            model.learn(
-                total_timesteps=left,
-                callback=_callback(settings, layout, stop, done),
-                reset_num_timesteps=not continued,
-            )
-        if stop.signum is not None:
-            path = save_step(model, layout, settings)
-            name = signal.Signals(stop.signum).name
-            print(f"{name}: saved {layout.rel(path)}; --resume it to continue", flush=True)
-            return 128 + stop.signum
+        venv, kind = vec_env(settings)
+        try:
+            code, model, resume = _train(settings, layout, directory, stop, venv, kind)
+        finally:
+            venv.close()
+        if code:
+            return code
     print_progress(model, settings.timesteps)
-    sha = save_model(model, layout.final_checkpoint(settings.experiment))
+    sha = save_checkpoint(model, layout.final_checkpoint(settings.experiment))
     bot = env_bot_from_model(model, settings.env, checkpoint_sha256=sha)
     assert bot.provenance is not None
     bot.provenance["resumed_from"] = None if resume is None else layout.rel(resume)
@@ -262,3 +224,64 @@ def train_env(settings: EnvTrainSettings) -> int:
         flush=True,
     )
     return 0
+
+
+def _train(
+    settings: EnvTrainSettings,
+    layout: Layout,
+    directory: Path,
+    stop: StopFlag,
+    venv: Any,
+    kind: str,
+) -> tuple[int, Any, Path | None]:
+    """Build or load the model on ``venv`` and train it: (exit code, model, resumed path)."""
+    check_action_space(settings.algo, venv.action_space, "--algo")
+    try:
+        policy = choose_policy(settings.algo, venv.observation_space, settings.policy)
+    except ConfigError as exc:
+        raise ConfigError(f"--{exc}" if settings.policy else f"--algo: {exc}") from None
+    resume = settings.resume
+    if resume is not None and not resume.is_absolute():
+        resume = layout.root / resume
+    # Its own step checkpoint continues the count; any other checkpoint warm-starts.
+    continued = resume is not None and resume.resolve().parent == directory.resolve()
+    stats = None if resume is None else stats_path(resume)
+    stats = stats if stats is not None and stats.is_file() else None
+    if settings.normalize is not None:
+        venv = normalized(venv, settings, stats)
+    elif stats is not None:
+        print(
+            f"warning: {layout.rel(stats)} holds VecNormalize statistics, but normalize is "
+            "off: the policy sees raw observations now",
+            flush=True,
+        )
+    if resume is None:
+        model = new_model(settings, venv, policy)
+    else:
+        model = loaded_model(settings, venv, resume)
+    done = int(model.num_timesteps) if continued else 0
+    left = max(0, settings.timesteps - done)
+    how = "continuing" if continued else ("warm start" if resume else "fresh")
+    norm = (
+        ", VecNormalize" + (" (statistics loaded)" if stats else "")
+        if settings.normalize is not None
+        else ""
+    )
+    print(
+        f"train-env {settings.experiment}: {settings.algo} {policy} on {settings.env.id}, "
+        f"{settings.n_envs} envs ({kind}){norm}, {how}, {left} of {settings.timesteps} "
+        "timesteps",
+        flush=True,
+    )
+    if left > 0 and stop.signum is None:
+        model.learn(
+            total_timesteps=left,
+            callback=_callback(settings, layout, stop, done),
+            reset_num_timesteps=not continued,
+        )
+    if stop.signum is not None:
+        path = save_step(model, layout, settings.experiment, settings.keep_checkpoints)
+        name = signal.Signals(stop.signum).name
+        print(f"{name}: saved {layout.rel(path)}; --resume it to continue", flush=True)
+        return 128 + stop.signum, model, resume
+    return 0, model, resume

@@ -1,5 +1,6 @@
-"""SIGINT/SIGTERM during a training: the trainer stops after the step, saves, and exits
-128 + the signal; a second signal a second later aborts at once."""
+"""SIGINT/SIGTERM/SIGUSR1 during a training: the trainer stops after the step, saves, and
+exits 128 + the signal; a second signal a second later aborts at once. SIGUSR1 is what a
+batch scheduler sends before a job's time limit (e.g. Slurm's `--signal`)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
 
+# The signals that stop a training cleanly.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1)
+
 
 class StopFlag:
-    """Set by SIGINT/SIGTERM: training stops at the next env step, saves and exports."""
+    """Set by SIGINT/SIGTERM/SIGUSR1: training stops at the next env step, saves and exports."""
 
     def __init__(self, saves: str = "a checkpoint") -> None:
         self.signum: int | None = None
@@ -37,7 +41,7 @@ class StopFlag:
 
 @contextmanager
 def signals_handled(flag: StopFlag) -> Iterator[None]:
-    previous = {sig: signal.signal(sig, flag) for sig in (signal.SIGINT, signal.SIGTERM)}
+    previous = {sig: signal.signal(sig, flag) for sig in STOP_SIGNALS}
     try:
         yield
     finally:

@@ -15,7 +15,7 @@ import hashlib
 import json
 import re
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -26,6 +26,7 @@ from pydantic import (
     Tag,
     ValidationInfo,
     field_validator,
+    model_validator,
 )
 
 from cosmic_curriculum.defaults import (
@@ -51,6 +52,9 @@ from cosmic_curriculum.workspace.env_config import EnvOverride, EnvSpec, check_e
 # Re-exported: the config's readers name the gate's settings from here.
 from cosmic_curriculum.workspace.gate_settings import GateSettings as GateSettings
 
+if TYPE_CHECKING:
+    from cosmic_curriculum.workspace.trainer_config import TrainerConfig
+
 STAGE_NAME_RE = re.compile(r"^[a-z0-9_-]+$")
 
 
@@ -65,6 +69,17 @@ def _no_nul(value: str) -> str:
 # A string that becomes a command-line argument or a path.
 Arg = Annotated[str, AfterValidator(_no_nul)]
 
+
+def _valid_trainer(value: dict[str, Any]) -> dict[str, Any]:
+    # Checked by its own module, loaded only for a file that has a trainer table.
+    from cosmic_curriculum.workspace.trainer_config import valid_trainer_table
+
+    return valid_trainer_table(value)
+
+
+# `[trainer]` or a stage's `trainer = {...}` (workspace/trainer_config.py).
+TrainerTable = Annotated[dict[str, Any], AfterValidator(_valid_trainer)]
+
 # What a notifier can be told; `notify_on` picks among them (default: NOTIFY_ON).
 NotifyEvent = Literal["blocked", "done", "attempt_error", "interrupted", "passed", "failed"]
 
@@ -76,10 +91,6 @@ class _Strict(BaseModel):
 # Parallel candidates of one attempt (`candidates = K`, docs/SCALING.md; default
 # CANDIDATES). A bound keeps a typo (1000) from submitting a thousand trainings.
 MAX_CANDIDATES = 64
-
-
-# An external program bot (bots/external.py, docs/BOT_FORMAT.md): seconds it may take to
-# answer its handshake or one request before the evaluation fails.
 
 
 class ExecReference(_Strict):
@@ -151,6 +162,7 @@ class StageConfig(_Strict):
     gate: dict[str, Any] | None = None
     candidates: int | None = Field(None, ge=1, le=MAX_CANDIDATES)
     env: EnvOverride | None = None  # the keys of [env] this stage replaces
+    trainer: TrainerTable | None = None  # the keys of [trainer] this stage replaces
 
     @field_validator("name")
     @classmethod
@@ -224,9 +236,18 @@ class CurriculumConfig(_Strict):
     defaults: Defaults = Field(default_factory=Defaults)
     gate: dict[str, Any] = Field(default_factory=dict)
     env: EnvSpec | None = None  # before `stages`: their check merges it
+    trainer: TrainerTable | None = None
     stages: list[StageConfig] = Field(min_length=1)
     launcher: LauncherConfig = Field(default_factory=LauncherConfig)
     path: Path = Field(Path("stages.toml"), exclude=True)
+
+    @model_validator(mode="after")
+    def _trainer_only_for_train_env(self) -> CurriculumConfig:
+        if self.trainer is not None or any(s.trainer is not None for s in self.stages):
+            from cosmic_curriculum.workspace.trainer_config import check_trainer_stages
+
+            check_trainer_stages(self)
+        return self
 
     @field_validator("regression_margin", mode="before")
     @classmethod
@@ -318,6 +339,16 @@ class CurriculumConfig(_Strict):
         own = "training_command" in self.model_fields_set
         return not own and self.stage_env(index).kind == "gymnasium"
 
+    def stage_trainer(self, index: int) -> TrainerConfig:
+        """Stage ``index``'s trainer: [trainer] with the stage's keys (trainer_config)."""
+        from cosmic_curriculum.workspace.trainer_config import TrainerConfig, merged_trainer
+
+        base, own = self.trainer, self.stages[index].trainer
+        return merged_trainer(
+            None if base is None else TrainerConfig.model_validate(base),
+            None if own is None else TrainerConfig.model_validate(own),
+        )
+
     def stage_reference(self, index: int) -> str | ExecReference | BuiltinReference | None:
         """The reference bot configured for stage ``index`` (None: previous stage's bot)."""
         stage = self.stages[index]
@@ -337,6 +368,11 @@ class CurriculumConfig(_Strict):
                 "gate": self.stage_gate(i).definition(),
                 # Only when configured: the hashes of workspaces without [env] stay.
                 **({"env": self.stage_env(i).model_dump()} if self.env or stage.env else {}),
+                **(
+                    {"trainer": self.stage_trainer(i).definition()}
+                    if self.trainer is not None or stage.trainer is not None
+                    else {}
+                ),
             }
             for i, stage in enumerate(self.stages)
         ]

@@ -1,0 +1,179 @@
+"""The SB3 algorithms `train-env` trains with: their classes (sb3-contrib's only with the
+`contrib` extra), the policy chosen from the observation space, the checks preflight runs
+on a stage's trainer without training, and hyperparams' JSON form (workspace/zoo_values.py)
+turned into SB3's objects.
+
+The policy, unless `[trainer] policy` names one: ``MultiInputPolicy`` for a Dict
+observation space; ``CnnPolicy`` for an image (a 3-D uint8 Box of 0..255, SB3's own test)
+whose height and width are both at least 36 pixels, the least SB3's NatureCNN (8/4, 4/2,
+3/1 convolutions) takes; else ``MlpPolicy``. An algorithm without the chosen policy gets
+``MlpPolicy``; Dict observations without ``MultiInputPolicy`` are refused.
+
+stable-baselines3 (and torch) load when a function here is called, never on import.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from typing import Any
+
+from cosmic_curriculum.errors import ConfigError
+from cosmic_curriculum.workspace.stage_trainer import StageTrainer
+from cosmic_curriculum.workspace.trainer_config import ALGORITHMS, CONTRIB
+from cosmic_curriculum.workspace.zoo_values import SCHEDULE_KEYS, schedule_start
+
+# The smallest image side SB3's NatureCNN takes (its three convolutions leave 1 pixel).
+NATURE_CNN_MIN_SIDE = 36
+# Arguments train-env passes itself; the hyperparams never name them.
+_OWN_ARGUMENTS = ("self", "policy", "env", "seed", "_init_setup_model")
+
+
+def algo_class(name: str) -> Any:
+    """The class of algorithm ``name`` (a key of ALGORITHMS)."""
+    algorithm = ALGORITHMS[name]
+    try:
+        module = importlib.import_module(algorithm.package)
+    except ImportError:
+        if algorithm.package == CONTRIB:
+            raise ConfigError(
+                f"algo {name} needs sb3-contrib: pip install 'cosmic-curriculum[contrib]'"
+            ) from None
+        raise
+    return getattr(module, name)
+
+
+def choose_policy(name: str, observation_space: Any, configured: str | None) -> str:
+    """The policy algorithm ``name`` trains on ``observation_space`` (rule: the module's
+    doc); a configured one it does not have is a ConfigError listing those it has."""
+    aliases = list(algo_class(name).policy_aliases)
+    if configured is not None:
+        if configured not in aliases:
+            raise ConfigError(
+                f"policy {configured!r}: {name} has {', '.join(aliases)}; choose one, or "
+                "remove policy to have it chosen from the observation space"
+            )
+        return configured
+    kind = type(observation_space).__name__
+    wanted = "MlpPolicy"
+    if kind == "Dict":
+        wanted = "MultiInputPolicy"
+    elif big_image(observation_space):
+        wanted = "CnnPolicy"
+    if wanted in aliases:
+        return wanted
+    if kind == "Dict":
+        raise ConfigError(
+            f"{name} has no MultiInputPolicy for the env's Dict observations; flatten them "
+            '([env] wrappers = ["gymnasium.wrappers:FlattenObservation"]) or choose an algo '
+            "that has one (PPO, A2C, DQN, SAC, TD3, ...)"
+        )
+    return "MlpPolicy"
+
+
+def big_image(space: Any) -> bool:
+    """Whether ``space`` is an image (SB3's test) NatureCNN can take."""
+    from stable_baselines3.common.preprocessing import is_image_space, is_image_space_channels_first
+
+    if not is_image_space(space, check_channels=False):
+        return False
+    shape = tuple(space.shape)
+    sides = shape[1:] if is_image_space_channels_first(space) else shape[:2]
+    return min(sides) >= NATURE_CNN_MIN_SIDE
+
+
+def check_action_space(name: str, action_space: Any, key: str) -> None:
+    """Refuse algorithm ``name`` for an ``action_space`` it cannot act in (``key`` names
+    the setting in the error)."""
+    kind = type(action_space).__name__
+    if kind not in ALGORITHMS[name].actions:
+        able = [a for a, spec in ALGORITHMS.items() if kind in spec.actions]
+        raise ConfigError(
+            f"{key} {name} acts in {' or '.join(ALGORITHMS[name].actions)} action spaces, "
+            f"but the env's is {action_space}; choose one of {', '.join(able)}"
+        )
+
+
+def check_trainer(trainer: StageTrainer, observation_space: Any, action_space: Any) -> str:
+    """What preflight refuses before any training (a ConfigError naming the key): an algo
+    that cannot act in ``action_space``, a policy it lacks, hyperparams or normalize keys
+    its constructor (or VecNormalize's) does not take. Returns the policy it would train."""
+    name = trainer.algo
+    check_action_space(name, action_space, "trainer.algo")
+    try:
+        policy = choose_policy(name, observation_space, trainer.policy)
+    except ConfigError as exc:
+        raise ConfigError(f"trainer.{exc}" if trainer.policy else f"trainer.algo: {exc}") from None
+    cls = algo_class(name)
+    taken = _arguments(cls.__init__)
+    for key in trainer.hyperparams:
+        own = "action_noise" if key in ("noise_type", "noise_std") else key
+        if own in _OWN_ARGUMENTS or (taken is not None and own not in taken):
+            raise ConfigError(
+                f"trainer.hyperparams.{key}: not an argument of {name} "
+                f"({'; '.join(_shown(taken))}); remove it or fix its spelling"
+            )
+    if trainer.normalize is not None:
+        from stable_baselines3.common.vec_env import VecNormalize
+
+        norm = _arguments(VecNormalize.__init__) or set()
+        for key in trainer.normalize:
+            if key not in norm or key in ("venv", "training"):
+                raise ConfigError(
+                    f"trainer.normalize.{key}: not an argument of VecNormalize (it takes "
+                    f"{', '.join(sorted(norm - {'self', 'venv', 'training'}))}); fix normalize"
+                )
+    return policy
+
+
+def _arguments(function: Any) -> set[str] | None:
+    """The keyword arguments ``function`` takes (None: any, it has **kwargs)."""
+    params = inspect.signature(function).parameters.values()
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        return None
+    return {p.name for p in params}
+
+
+def _shown(taken: set[str] | None) -> list[str]:
+    if taken is None:
+        return ["it takes any keyword"]
+    return ["it takes " + ", ".join(sorted(taken - set(_OWN_ARGUMENTS)))]
+
+
+def sb3_kwargs(hyperparams: dict[str, Any], action_space: Any) -> dict[str, Any]:
+    """``hyperparams`` (JSON form) as SB3's arguments: ``lin_<x>`` a linear schedule from
+    x to 0, ``nn.<Activation>`` torch's class, noise_type/noise_std an action noise."""
+    import numpy as np
+    from stable_baselines3.common.noise import NormalActionNoise, OrnsteinUhlenbeckActionNoise
+    from stable_baselines3.common.utils import LinearSchedule
+
+    out: dict[str, Any] = {}
+    for key, value in hyperparams.items():
+        if key in ("noise_type", "noise_std"):
+            continue
+        start = schedule_start(value) if key in SCHEDULE_KEYS and isinstance(value, str) else None
+        if start is not None:
+            out[key] = LinearSchedule(start, 0.0, 1.0)
+        elif key == "policy_kwargs":
+            out[key] = _activations(value)
+        else:
+            out[key] = value
+    noise = hyperparams.get("noise_type")
+    if noise is not None:
+        size = int(np.prod(action_space.shape))
+        sigma = np.broadcast_to(np.asarray(hyperparams["noise_std"], dtype=np.float64), (size,))
+        kind = NormalActionNoise if noise == "normal" else OrnsteinUhlenbeckActionNoise
+        out["action_noise"] = kind(mean=np.zeros(size), sigma=sigma.copy())
+    return out
+
+
+def _activations(value: Any) -> Any:
+    from torch import nn
+
+    if isinstance(value, dict):
+        return {k: _activations(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_activations(v) for v in value]
+    if isinstance(value, str) and value.startswith("nn."):
+        return getattr(nn, value[3:])  # checked against zoo_values.ACTIVATIONS on load
+    return value
