@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from cosmic_curriculum.envs.obs_norm import ObsNorm, obs_norm_of
 from cosmic_curriculum.envs.policy import EnvBot, Head, Layer, Space
 from cosmic_curriculum.errors import TrainerError
 from cosmic_curriculum.workspace.env_config import EnvSpec
@@ -71,10 +72,17 @@ def _layers(modules: list[Any], where: str) -> tuple[Layer, ...]:
 
 
 def env_bot_from_model(
-    model: Any, spec: EnvSpec, *, checkpoint_sha256: str | None = None
+    model: Any,
+    spec: EnvSpec,
+    *,
+    checkpoint_sha256: str | None = None,
+    normalizer: Any = None,
 ) -> EnvBot:
     """The deterministic action of ``model`` (exactly SB3's ``predict``) and what sampling
-    needs, as numpy layers; anything the document cannot express is a TrainerError."""
+    needs, as numpy layers; anything the document cannot express is a TrainerError.
+
+    ``normalizer``: the SB3 ``VecNormalize`` the model trained behind (or ``None``); its
+    observation statistics as they are now become the bot's ``obs_norm``."""
     from stable_baselines3.common.preprocessing import is_image_space
     from stable_baselines3.common.torch_layers import FlattenExtractor
 
@@ -109,4 +117,24 @@ def env_bot_from_model(
     provenance: dict[str, Any] = {"algo": algo, "timesteps": int(model.num_timesteps)}
     if checkpoint_sha256 is not None:
         provenance["checkpoint_sha256"] = checkpoint_sha256
-    return EnvBot(spec, obs_space, action_space, layers, head, scale, log_std, provenance)
+    obs_norm = _obs_norm(normalizer, obs_space, algo)
+    return EnvBot(spec, obs_space, action_space, layers, head, scale, log_std, provenance, obs_norm)
+
+
+def _obs_norm(normalizer: Any, obs_space: Space, algo: str) -> ObsNorm | None:
+    obs_norm = obs_norm_of(normalizer)
+    if obs_norm is None:
+        return None
+    sizes = obs_norm.sizes()
+    if None in sizes and sizes[None] != obs_space.size:
+        raise TrainerError(
+            f"the VecNormalize statistics hold {sizes[None]} features but the {algo} "
+            f"policy's observations have {obs_space.size}; pass the model's own VecNormalize"
+        )
+    parts = [obs_norm.stats] if obs_norm.stats is not None else [*(obs_norm.keys or {}).values()]
+    if not all(np.isfinite(p.mean).all() and np.isfinite(p.var).all() for p in parts if p):
+        raise TrainerError(
+            "the VecNormalize statistics are not finite (the env gave a non-finite "
+            "observation); fix the env and train again"
+        )
+    return obs_norm

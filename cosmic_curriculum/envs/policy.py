@@ -25,6 +25,7 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
+from cosmic_curriculum.envs.obs_norm import ObsNorm, parse_obs_norm
 from cosmic_curriculum.errors import BotError, StateError
 from cosmic_curriculum.system.fsio import atomic_write_json, read_json
 from cosmic_curriculum.workspace.env_config import EnvSpec
@@ -90,6 +91,7 @@ class EnvBot:
     scale: float = 1.0  # 1/255 for an image observation SB3 normalised
     log_std: FloatArray | None = None  # Box actions of an actor only
     provenance: dict[str, Any] | None = None
+    obs_norm: ObsNorm | None = None  # VecNormalize's frozen statistics, applied first
 
     def features(self, obs: Any) -> FloatArray:
         """A batch of observations as the network's input (SB3's ``preprocess_obs``)."""
@@ -98,6 +100,8 @@ class EnvBot:
             index = np.asarray(obs, dtype=np.int64).reshape(-1)
             return np.eye(space.n, dtype=np.float64)[index]
         array = np.asarray(obs, dtype=np.float64).reshape(-1, space.size)
+        if self.obs_norm is not None:
+            array = self.obs_norm.apply(array)
         return array * self.scale if self.scale != 1.0 else array
 
     def outputs(self, obs: Any) -> FloatArray:
@@ -157,6 +161,7 @@ class EnvBot:
                 ],
                 "log_std": None if self.log_std is None else self.log_std.tolist(),
             },
+            "obs_norm": None if self.obs_norm is None else self.obs_norm.to_json(),
             "provenance": self.provenance or {},
         }
 
@@ -227,7 +232,12 @@ def parse_env_bot(document: Any) -> EnvBot:
     provenance = document.get("provenance", {})
     if not isinstance(provenance, dict):
         raise ValueError("provenance must be an object")
-    return EnvBot(env, obs_space, action_space, layers, head, float(scale), log_std, provenance)
+    if obs_space.kind != "Box" and document.get("obs_norm") is not None:
+        raise ValueError("obs_norm needs a Box observation_space (VecNormalize refuses others)")
+    obs_norm = parse_obs_norm(document.get("obs_norm"), {None: obs_space.size})
+    return EnvBot(
+        env, obs_space, action_space, layers, head, float(scale), log_std, provenance, obs_norm
+    )
 
 
 def _count(value: Any, field: str, minimum: int) -> int:
