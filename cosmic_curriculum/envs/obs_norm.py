@@ -109,6 +109,8 @@ def parse_obs_norm(value: Any, sizes: dict[str | None, int]) -> ObsNorm | None:
         return None
     if not isinstance(value, dict):
         raise ValueError("obs_norm must be an object (or null)")
+    if not sizes:
+        raise ValueError("obs_norm needs a Box or Dict observation_space (VecNormalize's)")
     clip_obs = _positive(value.get("clip_obs"), "obs_norm.clip_obs")
     epsilon = _positive(value.get("epsilon"), "obs_norm.epsilon")
     if None in sizes:
