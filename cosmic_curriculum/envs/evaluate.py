@@ -30,6 +30,7 @@ import numpy as np
 from cosmic_curriculum.defaults import ENV_EVAL_BATCH, ENV_MAX_EPISODE_STEPS
 from cosmic_curriculum.envs.gymnasium import make_env
 from cosmic_curriculum.envs.policy import EnvBot, load_env_bot
+from cosmic_curriculum.envs.spaces import Space, all_finite, batch_of, batch_size
 from cosmic_curriculum.errors import CurriculumError, EvaluationError, TrainerError
 from cosmic_curriculum.workspace.history import append_record
 
@@ -52,7 +53,7 @@ class RandomPlayer:
         self.space.seed(seed)
 
     def act(self, obs: Any, deterministic: bool = True, rng: Any = None) -> list[Any]:
-        return [self.space.sample() for _ in range(len(obs))]
+        return [self.space.sample() for _ in range(batch_size(obs))]
 
 
 @dataclass(frozen=True)
@@ -96,11 +97,7 @@ class EnvRunner:
         )
 
     def _observation(self, obs: Any, seed: int) -> Any:
-        try:
-            finite = bool(np.all(np.isfinite(np.asarray(obs, dtype=np.float64))))
-        except (TypeError, ValueError):
-            finite = False
-        if not finite:
+        if not all_finite(obs):
             raise self._fail("returned a non-finite or non-numeric observation", seed)
         return obs
 
@@ -131,7 +128,7 @@ class EnvRunner:
         done, cut = [False] * n, [False] * n
         while not all(done):
             live = [i for i in range(n) if not done[i]]
-            actions = player.act(np.stack([np.asarray(obs[i]) for i in live]), deterministic, rng)
+            actions = player.act(batch_of([obs[i] for i in live]), deterministic, rng)
             for i, action in zip(live, actions, strict=True):
                 act = int(action) if self.discrete else np.asarray(action)
                 try:
@@ -180,20 +177,24 @@ def _reference_player(
     return bot
 
 
+def _key(space: Space) -> Any:
+    # A Dict's keys compare as a set: the bot lists them in its extractor's order.
+    if space.kind == "Dict":
+        return sorted((k, repr(s.to_json())) for k, s in space.parts)
+    return space.to_json()
+
+
 def _check_spaces(bot: EnvBot, env: Any, path: Path) -> None:
     from cosmic_curriculum.envs.export import space_of
 
     try:
         spaces = (
-            space_of(env.observation_space, "observation"),
+            space_of(env.observation_space, "observation", allow_dict=True),
             space_of(env.action_space, "action"),
         )
     except TrainerError as exc:
         raise EvaluationError(f"{path}: {exc}") from None
-    if (spaces[0].to_json(), spaces[1].to_json()) != (
-        bot.observation_space.to_json(),
-        bot.action_space.to_json(),
-    ):
+    if (_key(spaces[0]), _key(spaces[1])) != (_key(bot.observation_space), _key(bot.action_space)):
         raise EvaluationError(
             f"{path}: the bot's spaces are not those of its env {bot.env.id!r} as it builds "
             "now; retrain the bot or restore the env's version"

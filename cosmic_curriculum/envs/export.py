@@ -10,14 +10,22 @@ from typing import Any
 
 import numpy as np
 
-from cosmic_curriculum.envs.policy import EnvBot, Head, Layer, Space
+from cosmic_curriculum.envs.obs_norm import ObsNorm, obs_norm_of
+from cosmic_curriculum.envs.policy import EnvBot, Head, Layer
+from cosmic_curriculum.envs.spaces import Space
 from cosmic_curriculum.errors import TrainerError
 from cosmic_curriculum.workspace.env_config import EnvSpec
 
 
-def space_of(space: Any, what: str) -> Space:
-    """A Gymnasium Discrete or Box space as a :class:`Space`; others are refused."""
+def space_of(space: Any, what: str, *, allow_dict: bool = False) -> Space:
+    """A Gymnasium Discrete or Box space (or a Dict of them, for observations) as a
+    :class:`Space`; others are refused."""
     kind = type(space).__name__
+    if kind == "Dict" and allow_dict:
+        return Space(
+            "Dict",
+            parts=tuple((k, space_of(s, f"{what} {k!r}")) for k, s in space.spaces.items()),
+        )
     if kind == "Discrete":
         if int(space.start) != 0:
             # SB3 one-hot encodes and predicts from 0 whatever the start: refuse, not guess.
@@ -35,8 +43,9 @@ def space_of(space: Any, what: str) -> Space:
             dtype=str(space.dtype),
         )
     raise TrainerError(
-        f"the {what} space is {kind}; env bots hold Discrete or Box spaces "
-        "(wrap the env, e.g. with gymnasium.wrappers:FlattenObservation)"
+        f"the {what} space is {kind}; env bots hold Discrete or Box spaces"
+        f"{' (or a Dict of them)' if allow_dict else ''} (wrap the env, e.g. with "
+        "gymnasium.wrappers:FlattenObservation)"
     )
 
 
@@ -71,16 +80,19 @@ def _layers(modules: list[Any], where: str) -> tuple[Layer, ...]:
 
 
 def env_bot_from_model(
-    model: Any, spec: EnvSpec, *, checkpoint_sha256: str | None = None
+    model: Any,
+    spec: EnvSpec,
+    *,
+    checkpoint_sha256: str | None = None,
+    normalizer: Any = None,
 ) -> EnvBot:
     """The deterministic action of ``model`` (exactly SB3's ``predict``) and what sampling
-    needs, as numpy layers; anything the document cannot express is a TrainerError."""
-    from stable_baselines3.common.preprocessing import is_image_space
-    from stable_baselines3.common.torch_layers import FlattenExtractor
+    needs, as numpy layers; anything the document cannot express is a TrainerError.
 
+    ``normalizer``: the SB3 ``VecNormalize`` the model trained behind (or ``None``); its
+    observation statistics as they are now become the bot's ``obs_norm``."""
     policy = model.policy
     algo = type(model).__name__
-    obs_space = space_of(policy.observation_space, "observation")
     action_space = space_of(policy.action_space, "action")
     head: Head
     if hasattr(policy, "q_net"):  # DQN: argmax of q_net(features)
@@ -93,15 +105,7 @@ def env_bot_from_model(
         head = "actor"
         if getattr(policy, "use_sde", False) or getattr(policy, "squash_output", False):
             raise TrainerError(f"cannot export a {algo} policy with use_sde or squash_output")
-    if not isinstance(extractor, FlattenExtractor):
-        raise TrainerError(
-            f"cannot export a {algo} policy with the {type(extractor).__name__} features "
-            "extractor: env bots replay MlpPolicy (FlattenExtractor)"
-        )
-    scale = 1.0
-    box = obs_space.kind == "Box"
-    if box and policy.normalize_images and is_image_space(policy.observation_space):
-        scale = 1.0 / 255.0  # SB3's preprocess_obs divides image observations
+    obs_space, scale = _observation(policy, extractor, algo)
     log_std = None
     if head == "actor" and action_space.kind == "Box":
         log_std = policy.log_std.detach().cpu().double().numpy().reshape(-1)
@@ -109,4 +113,58 @@ def env_bot_from_model(
     provenance: dict[str, Any] = {"algo": algo, "timesteps": int(model.num_timesteps)}
     if checkpoint_sha256 is not None:
         provenance["checkpoint_sha256"] = checkpoint_sha256
-    return EnvBot(spec, obs_space, action_space, layers, head, scale, log_std, provenance)
+    obs_norm = _obs_norm(normalizer, obs_space, algo)
+    return EnvBot(spec, obs_space, action_space, layers, head, scale, log_std, provenance, obs_norm)
+
+
+def _observation(policy: Any, extractor: Any, algo: str) -> tuple[Space, float]:
+    """The observation space as the extractor reads it, and the image scale."""
+    from stable_baselines3.common.preprocessing import is_image_space
+    from stable_baselines3.common.torch_layers import CombinedExtractor, FlattenExtractor
+    from torch import nn
+
+    space = policy.observation_space
+    if isinstance(extractor, FlattenExtractor):
+        scale = 1.0
+        if type(space).__name__ == "Box" and policy.normalize_images and is_image_space(space):
+            scale = 1.0 / 255.0  # SB3's preprocess_obs divides image observations
+        return space_of(space, "observation"), scale
+    if isinstance(extractor, CombinedExtractor):
+        for key, sub in extractor.extractors.items():
+            if not isinstance(sub, nn.Flatten):
+                raise TrainerError(
+                    f"cannot export the {algo} policy: observation key {key!r} goes through "
+                    f"{type(sub).__name__} (an image key); env bots replay Dict observations "
+                    "of flattened keys (wrap the env to drop or flatten the image)"
+                )
+        # CombinedExtractor concatenates in its own key order; every key is flattened
+        # (an image key, the only one SB3 divides by 255, would have a CNN).
+        parts = tuple(
+            (key, space_of(space.spaces[key], f"observation {key!r}"))
+            for key in extractor.extractors
+        )
+        return Space("Dict", parts=parts), 1.0
+    raise TrainerError(
+        f"cannot export a {algo} policy with the {type(extractor).__name__} features "
+        "extractor: env bots replay MlpPolicy (FlattenExtractor) and MultiInputPolicy "
+        "(CombinedExtractor of flattened keys)"
+    )
+
+
+def _obs_norm(normalizer: Any, obs_space: Space, algo: str) -> ObsNorm | None:
+    obs_norm = obs_norm_of(normalizer)
+    if obs_norm is None:
+        return None
+    sizes, expected = obs_norm.sizes(), obs_space.box_sizes()
+    if any(expected.get(key) != size for key, size in sizes.items()):
+        raise TrainerError(
+            f"the VecNormalize statistics hold {sizes} values but the {algo} policy's "
+            f"observations have {expected}; pass the model's own VecNormalize"
+        )
+    parts = [obs_norm.stats] if obs_norm.stats is not None else [*(obs_norm.keys or {}).values()]
+    if not all(np.isfinite(p.mean).all() and np.isfinite(p.var).all() for p in parts if p):
+        raise TrainerError(
+            "the VecNormalize statistics are not finite (the env gave a non-finite "
+            "observation); fix the env and train again"
+        )
+    return obs_norm

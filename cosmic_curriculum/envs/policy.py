@@ -17,7 +17,6 @@ The forward pass is SB3's for ``MlpPolicy`` (``envs/export.py`` builds the docum
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -25,6 +24,8 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
+from cosmic_curriculum.envs.obs_norm import ObsNorm, parse_obs_norm
+from cosmic_curriculum.envs.spaces import FloatArray, Space, is_number, parse_space
 from cosmic_curriculum.errors import BotError, StateError
 from cosmic_curriculum.system.fsio import atomic_write_json, read_json
 from cosmic_curriculum.workspace.env_config import EnvSpec
@@ -32,43 +33,6 @@ from cosmic_curriculum.workspace.env_config import EnvSpec
 FORMAT = "cosmic-env-bot/1"
 ACTIVATIONS = ("linear", "tanh", "relu")
 Head = Literal["actor", "q"]
-
-FloatArray = NDArray[np.float64]
-
-
-@dataclass(frozen=True)
-class Space:
-    """A Discrete (``n``, ``start``) or Box (``shape``, ``low``, ``high``, ``dtype``) space."""
-
-    kind: Literal["Discrete", "Box"]
-    n: int = 0
-    start: int = 0
-    shape: tuple[int, ...] = ()
-    low: FloatArray | None = None
-    high: FloatArray | None = None
-    dtype: str = "float32"
-
-    @property
-    def size(self) -> int:
-        """Features of a one-hot or flattened observation; outputs of an action head."""
-        return self.n if self.kind == "Discrete" else math.prod(self.shape)
-
-    def to_json(self) -> dict[str, Any]:
-        if self.kind == "Discrete":
-            return {"type": "Discrete", "n": self.n, "start": self.start}
-        assert self.low is not None and self.high is not None
-        return {
-            "type": "Box",
-            "shape": list(self.shape),
-            "dtype": self.dtype,
-            "low": _finite_list(self.low),
-            "high": _finite_list(self.high),
-        }
-
-
-def _finite_list(values: FloatArray) -> list[float | None]:
-    # JSON has no infinity: an unbounded side is null.
-    return [float(v) if math.isfinite(v) else None for v in values.reshape(-1)]
 
 
 @dataclass(frozen=True)
@@ -90,15 +54,15 @@ class EnvBot:
     scale: float = 1.0  # 1/255 for an image observation SB3 normalised
     log_std: FloatArray | None = None  # Box actions of an actor only
     provenance: dict[str, Any] | None = None
+    obs_norm: ObsNorm | None = None  # VecNormalize's frozen statistics, applied first
 
     def features(self, obs: Any) -> FloatArray:
-        """A batch of observations as the network's input (SB3's ``preprocess_obs``)."""
-        space = self.observation_space
-        if space.kind == "Discrete":
-            index = np.asarray(obs, dtype=np.int64).reshape(-1)
-            return np.eye(space.n, dtype=np.float64)[index]
-        array = np.asarray(obs, dtype=np.float64).reshape(-1, space.size)
-        return array * self.scale if self.scale != 1.0 else array
+        """A batch of observations (a dict of batches for a Dict space) as the network's
+        input: ``obs_norm`` first (VecNormalize is outside the policy), then SB3's
+        ``preprocess_obs``."""
+        if self.obs_norm is not None:
+            obs = self.obs_norm.apply(obs)
+        return self.observation_space.features(obs, self.scale)
 
     def outputs(self, obs: Any) -> FloatArray:
         """The last layer's outputs: logits, Q-values or the Gaussian's mean, (batch, out)."""
@@ -157,6 +121,7 @@ class EnvBot:
                 ],
                 "log_std": None if self.log_std is None else self.log_std.tolist(),
             },
+            "obs_norm": None if self.obs_norm is None else self.obs_norm.to_json(),
             "provenance": self.provenance or {},
         }
 
@@ -202,8 +167,8 @@ def parse_env_bot(document: Any) -> EnvBot:
     except Exception as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise ValueError(f"env is not an env spec ({first})") from None
-    obs_space = _space(document.get("observation_space"), "observation_space")
-    action_space = _space(document.get("action_space"), "action_space")
+    obs_space = parse_space(document.get("observation_space"), "observation_space", allow_dict=True)
+    action_space = parse_space(document.get("action_space"), "action_space")
     policy = document.get("policy")
     if not isinstance(policy, dict):
         raise ValueError("policy must be an object with layers")
@@ -227,48 +192,14 @@ def parse_env_bot(document: Any) -> EnvBot:
     provenance = document.get("provenance", {})
     if not isinstance(provenance, dict):
         raise ValueError("provenance must be an object")
-    return EnvBot(env, obs_space, action_space, layers, head, float(scale), log_std, provenance)
-
-
-def _count(value: Any, field: str, minimum: int) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        raise ValueError(f"{field} must be an integer >= {minimum}, got {value!r}")
-    return value
-
-
-def _space(value: Any, field: str) -> Space:
-    if not isinstance(value, dict):
-        raise ValueError(f"{field} must be an object with a type")
-    kind = value.get("type")
-    if kind == "Discrete":
-        n = _count(value.get("n"), f"{field}.n", 1)
-        return Space("Discrete", n=n, start=_count(value.get("start", 0), f"{field}.start", 0))
-    if kind != "Box":
-        raise ValueError(f"{field}.type is {kind!r}; env bots hold 'Discrete' or 'Box' spaces")
-    shape = value.get("shape")
-    if not isinstance(shape, list) or not shape:
-        raise ValueError(f"{field}.shape must be a non-empty list of sizes, got {shape!r}")
-    dims = tuple(_count(d, f"{field}.shape", 1) for d in shape)
-    bounds = []
-    for side, unbounded in (("low", -np.inf), ("high", np.inf)):
-        raw = value.get(side)
-        if not isinstance(raw, list) or len(raw) != math.prod(dims):
-            raise ValueError(f"{field}.{side} must list {math.prod(dims)} bounds (null: none)")
-        if any(not (v is None or _is_number(v)) for v in raw):
-            raise ValueError(f"{field}.{side} must hold numbers or null")
-        bounds.append(np.array([unbounded if v is None else v for v in raw], dtype=np.float64))
-    dtype = value.get("dtype", "float32")
-    if not isinstance(dtype, str):
-        raise ValueError(f"{field}.dtype must be a string, got {dtype!r}")
-    return Space("Box", shape=dims, low=bounds[0], high=bounds[1], dtype=dtype)
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    obs_norm = parse_obs_norm(document.get("obs_norm"), obs_space.box_sizes())
+    return EnvBot(
+        env, obs_space, action_space, layers, head, float(scale), log_std, provenance, obs_norm
+    )
 
 
 def _vector(value: Any, field: str) -> FloatArray:
-    if not isinstance(value, list) or not all(_is_number(v) for v in value):
+    if not isinstance(value, list) or not all(is_number(v) for v in value):
         raise ValueError(f"{field} must be a list of finite numbers")
     return np.array(value, dtype=np.float64)
 
