@@ -214,7 +214,10 @@ def train_env(settings: EnvTrainSettings) -> int:
             return code
     print_progress(model, settings.timesteps)
     sha = save_checkpoint(model, layout.final_checkpoint(settings.experiment))
-    bot = env_bot_from_model(model, settings.env, checkpoint_sha256=sha)
+    # The bot normalizes observations as the policy saw them: VecNormalize's statistics.
+    bot = env_bot_from_model(
+        model, settings.env, checkpoint_sha256=sha, normalizer=model.get_vec_normalize_env()
+    )
     assert bot.provenance is not None
     bot.provenance["resumed_from"] = None if resume is None else layout.rel(resume)
     save_env_bot(bot, layout.bot(settings.experiment))
