@@ -66,6 +66,7 @@ def stage_trainer(config: CurriculumConfig, index: int, root: Path) -> StageTrai
         env_id = (config.stage_env(index).id or "").rpartition(":")[2]
         key = trainer.hyperparams_key or env_id
         path = Path(trainer.hyperparams_file)
+        where = f"{where} {trainer.hyperparams_file!r}"
         entry = read_zoo_entry(path if path.is_absolute() else root / path, key, where)
         source = f"{trainer.hyperparams_file}:{key}"
     normalize = entry.normalize
@@ -88,7 +89,7 @@ def read_zoo_entry(path: Path, key: str, where: str) -> ZooEntry:
     """Entry ``key`` of the rl-zoo3 YAML at ``path`` (``where`` starts each error)."""
     import yaml
 
-    shown = f"{where} {str(path)!r}"
+    shown = where
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:

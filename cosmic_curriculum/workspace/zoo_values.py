@@ -25,7 +25,7 @@ from typing import Any
 # Hyperparameters that take a schedule: "lin_<x>" there is SB3's progress-based linear
 # schedule from x (at the start) to 0 (at the end of the budget).
 SCHEDULE_KEYS = ("learning_rate", "clip_range", "clip_range_vf", "delta_std")
-_SCHEDULE_RE = re.compile(r"^lin_(.+)$")
+_SCHEDULE_RE = re.compile(r"^lin_(.*)$")
 # torch.nn activations a policy may name (stateless modules, built with no arguments).
 ACTIVATIONS = (
     "ReLU",
@@ -168,8 +168,13 @@ def check_hyperparams(params: dict[str, Any]) -> dict[str, Any]:
     for key, value in params.items():
         if key in RESERVED:
             raise ValueError(f"{key}: {RESERVED[key]}")
-        if key in SCHEDULE_KEYS and isinstance(value, str) and schedule_start(value) is None:
-            raise ValueError(f"{key}: {value!r} is neither a number nor a schedule lin_<number>")
+        if key in SCHEDULE_KEYS and isinstance(value, str):
+            try:
+                start = schedule_start(value)
+            except ValueError as exc:
+                raise ValueError(f"{key}: {exc}") from None
+            if start is None:
+                raise ValueError(f"{key}: {value!r} is neither a number nor lin_<number>")
         if key == "policy_kwargs":
             if not isinstance(value, dict):
                 raise ValueError("policy_kwargs: must be a table, e.g. {net_arch = [64, 64]}")

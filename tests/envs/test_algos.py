@@ -1,0 +1,168 @@
+"""The algorithms train-env trains with, on real SB3/sb3-contrib classes and real spaces:
+the action-space table, the policy rule, preflight's checks, hyperparams as SB3 objects."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium import spaces
+
+from cosmic_curriculum.envs.algos import (
+    NATURE_CNN_MIN_SIDE,
+    algo_class,
+    big_image,
+    check_trainer,
+    choose_policy,
+    sb3_kwargs,
+)
+from cosmic_curriculum.errors import ConfigError
+from cosmic_curriculum.workspace.stage_trainer import StageTrainer
+from cosmic_curriculum.workspace.trainer_config import ALGORITHMS
+
+pytest.importorskip("sb3_contrib")
+
+BOX = spaces.Box(-1.0, 1.0, (3,), np.float32)
+DISCRETE = spaces.Discrete(4)
+
+
+def image(shape: tuple[int, ...]) -> spaces.Box:
+    return spaces.Box(0, 255, shape, np.uint8)
+
+
+def trainer(algo: str = "PPO", **kw: Any) -> StageTrainer:
+    base: dict[str, Any] = dict(
+        policy=None, hyperparams={}, normalize=None, n_envs=1, vec_env="auto", configured=True
+    )
+    return StageTrainer(algo=algo, **{**base, **kw})
+
+
+@pytest.mark.parametrize("name", list(ALGORITHMS))
+def test_the_action_table_is_what_each_class_accepts(name: str) -> None:
+    from stable_baselines3.common.env_util import make_vec_env
+
+    cls = algo_class(name)
+    assert "MlpPolicy" in cls.policy_aliases
+    for env_id, kind in (("CartPole-v1", "Discrete"), ("Pendulum-v1", "Box")):
+        venv = make_vec_env(env_id, n_envs=1)
+        try:
+            cls("MlpPolicy", venv, _init_setup_model=False)
+            accepted = True
+        except AssertionError:
+            accepted = False
+        finally:
+            venv.close()
+        assert accepted == (kind in ALGORITHMS[name].actions), (name, kind)
+
+
+@pytest.mark.parametrize(
+    ("algo", "space", "policy"),
+    [
+        ("PPO", BOX, "MlpPolicy"),
+        ("PPO", spaces.Dict({"a": BOX, "b": DISCRETE}), "MultiInputPolicy"),
+        ("PPO", image((64, 64, 3)), "CnnPolicy"),
+        ("PPO", image((3, 64, 64)), "CnnPolicy"),
+        ("PPO", image((NATURE_CNN_MIN_SIDE, NATURE_CNN_MIN_SIDE, 1)), "CnnPolicy"),
+        ("PPO", image((NATURE_CNN_MIN_SIDE - 1, 64, 3)), "MlpPolicy"),
+        ("PPO", image((7, 7, 3)), "MlpPolicy"),  # MiniGrid's partial view: too small
+        ("DQN", image((84, 84, 4)), "CnnPolicy"),
+        ("PPO", spaces.Box(0.0, 1.0, (64, 64, 3), np.float32), "MlpPolicy"),  # not uint8
+        ("CrossQ", image((64, 64, 3)), "MlpPolicy"),  # it has no CnnPolicy
+        ("ARS", image((64, 64, 3)), "MlpPolicy"),
+    ],
+)
+def test_the_policy_is_chosen_from_the_observation_space(
+    algo: str, space: Any, policy: str
+) -> None:
+    assert choose_policy(algo, space, None) == policy
+
+
+def test_the_network_the_rule_picks_builds_at_the_smallest_side() -> None:
+    from stable_baselines3.common.torch_layers import NatureCNN
+
+    side = NATURE_CNN_MIN_SIDE  # NatureCNN reads channels first (SB3 transposes images)
+    NatureCNN(image((3, side, side)))
+    with pytest.raises(RuntimeError):  # one pixel less and SB3's network cannot be built
+        NatureCNN(image((3, side - 1, side - 1)))
+    assert big_image(image((side, side, 3))) and not big_image(image((side - 1, side, 3)))
+
+
+def test_a_policy_the_algorithm_lacks_is_refused() -> None:
+    with pytest.raises(ConfigError, match="policy 'CnnPolicy': CrossQ has MlpPolicy"):
+        choose_policy("CrossQ", BOX, "CnnPolicy")
+    with pytest.raises(ConfigError, match="ARS has no MultiInputPolicy"):
+        choose_policy("ARS", spaces.Dict({"a": BOX}), None)
+
+
+@pytest.mark.parametrize(
+    ("kw", "spaces_", "needle"),
+    [
+        ({"algo": "DQN"}, (BOX, BOX), "trainer.algo DQN acts in Discrete action spaces"),
+        ({"algo": "SAC"}, (BOX, DISCRETE), "choose one of PPO, A2C, DQN, TRPO, ARS, QRDQN"),
+        ({"policy": "LinearPolicy"}, (BOX, DISCRETE), "trainer.policy 'LinearPolicy': PPO has"),
+        ({"hyperparams": {"n_stepz": 8}}, (BOX, DISCRETE), "trainer.hyperparams.n_stepz: not an"),
+        (
+            {"hyperparams": {"noise_type": "normal", "noise_std": 0.1}},
+            (BOX, DISCRETE),
+            "trainer.hyperparams.noise_type: not an argument of PPO",
+        ),
+        ({"normalize": {"norm_obz": True}}, (BOX, DISCRETE), "trainer.normalize.norm_obz"),
+        ({"normalize": {"venv": None}}, (BOX, DISCRETE), "trainer.normalize.venv"),
+    ],
+)
+def test_preflight_refuses_what_the_algorithm_cannot_take(
+    kw: dict[str, Any], spaces_: tuple[Any, Any], needle: str
+) -> None:
+    with pytest.raises(ConfigError) as info:
+        check_trainer(trainer(**kw), *spaces_)
+    assert needle in str(info.value) and "\n" not in str(info.value), info.value
+
+
+def test_what_the_algorithm_takes_passes() -> None:
+    tuned = trainer(
+        "TD3",
+        hyperparams={"learning_rate": "lin_1e-3", "noise_type": "normal", "noise_std": 0.1},
+        normalize={"norm_obs": True, "clip_obs": 5.0},
+    )
+    assert check_trainer(tuned, BOX, BOX) == "MlpPolicy"
+    assert check_trainer(trainer("QRDQN"), image((84, 84, 1)), DISCRETE) == "CnnPolicy"
+
+
+def test_an_algorithm_of_sb3_contrib_without_it_names_the_extra(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(sys.modules, "sb3_contrib", None)  # as if it were not installed
+    with pytest.raises(ConfigError) as info:
+        algo_class("TQC")
+    assert str(info.value) == "algo TQC needs sb3-contrib: pip install 'cosmic-curriculum[contrib]'"
+    assert algo_class("SAC").__name__ == "SAC"
+
+
+def test_hyperparams_become_sb3_objects() -> None:
+    from stable_baselines3.common.noise import NormalActionNoise, OrnsteinUhlenbeckActionNoise
+    from torch import nn
+
+    out = sb3_kwargs(
+        {
+            "learning_rate": "lin_0.001",
+            "clip_range": 0.2,
+            "policy_kwargs": {"activation_fn": "nn.ReLU", "net_arch": {"pi": [64], "vf": [64]}},
+            "noise_type": "normal",
+            "noise_std": 0.5,
+            "gamma": 0.9,
+        },
+        BOX,
+    )
+    schedule = out["learning_rate"]
+    assert [schedule(p) for p in (1.0, 0.5, 0.0)] == pytest.approx([0.001, 0.0005, 0.0])
+    assert out["clip_range"] == 0.2 and out["gamma"] == 0.9
+    assert out["policy_kwargs"] == {"activation_fn": nn.ReLU, "net_arch": {"pi": [64], "vf": [64]}}
+    noise = out["action_noise"]
+    assert isinstance(noise, NormalActionNoise) and noise().shape == (3,)
+    assert "noise_type" not in out and "noise_std" not in out
+    ou = sb3_kwargs({"noise_type": "ornstein-uhlenbeck", "noise_std": [0.1, 0.2, 0.3]}, BOX)
+    assert isinstance(ou["action_noise"], OrnsteinUhlenbeckActionNoise)
+    assert gym.spaces.Box  # gymnasium is the one SB3 uses
