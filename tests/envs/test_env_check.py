@@ -138,3 +138,75 @@ def test_the_config_and_status_never_import_gymnasium() -> None:
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+# -- the trainers of train-env's stages ---------------------------------------------------
+
+PENDULUM = '[env]\nkind = "gymnasium"\nid = "Pendulum-v1"\n[defaults]\ntimesteps = 1000\n'
+
+
+def trainer_problem(tmp_path: Path, text: str) -> str:
+    (tmp_path / "stages.toml").write_text(text)
+    config = load_config(tmp_path / "stages.toml")
+    with pytest.raises(ConfigError) as info:
+        check_stage_envs(config, 0, False, tmp_path)
+    message = str(info.value)
+    assert "\n" not in message and str(tmp_path / "stages.toml") in message
+    return message
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        (
+            PENDULUM + '[trainer]\nalgo = "DQN"\n[[stages]]\nname = "a"\n',
+            "stage 1 a: trainer.algo DQN acts in Discrete action spaces, but the env's is Box",
+        ),
+        (
+            LAKE + '[[stages]]\nname = "a"\ntrainer = {algo = "TD3"}\n',
+            "stage 1 a: trainer.algo TD3 acts in Box action spaces",
+        ),
+        (
+            LAKE + '[trainer]\nhyperparams = {n_stepz = 16}\n[[stages]]\nname = "a"\n',
+            "stage 1 a: trainer.hyperparams.n_stepz: not an argument of PPO",
+        ),
+        (
+            LAKE + '[trainer]\nhyperparams_file = "gone.yml"\n[[stages]]\nname = "a"\n',
+            "stage 1 a: trainer.hyperparams_file 'gone.yml': file not found",
+        ),
+        (
+            PENDULUM + '[[stages]]\nname = "a"\ntrainer = {algo = "SAC"}\n'
+            '[[stages]]\nname = "b"\ntrainer = {algo = "TD3"}\n',
+            "stage 2 b: trainer.algo 'TD3' differs from stage 1 a's 'SAC'",
+        ),
+        (
+            PENDULUM + '[trainer]\nnormalize = true\n[[stages]]\nname = "a"\n'
+            '[[stages]]\nname = "b"\ntrainer = {normalize = false}\n',
+            "stage 2 b: trainer.normalize (norm_obs) False differs",
+        ),
+        (
+            PENDULUM + "[trainer]\nhyperparams = {policy_kwargs = {net_arch = [64]}}\n"
+            '[[stages]]\nname = "a"\n[[stages]]\nname = "b"\n'
+            "trainer = {hyperparams = {policy_kwargs = {net_arch = [32]}}}\n",
+            "stage 2 b: trainer.hyperparams.policy_kwargs",
+        ),
+    ],
+)
+def test_a_trainer_that_cannot_train_the_stage_is_refused(
+    tmp_path: Path, text: str, needle: str
+) -> None:
+    assert needle in trainer_problem(tmp_path, text)
+
+
+def test_a_zoo_budget_is_reported_not_used(tmp_path: Path) -> None:
+    (tmp_path / "zoo.yml").write_text(
+        "Pendulum-v1:\n  n_timesteps: !!float 2e4\n  policy: 'MlpPolicy'\n  gamma: 0.9\n"
+        "  normalize: true\n  noise_type: 'normal'\n  noise_std: 0.1\n"
+    )
+    text = PENDULUM + '[trainer]\nalgo = "TD3"\nhyperparams_file = "zoo.yml"\n'
+    (tmp_path / "stages.toml").write_text(text + '[[stages]]\nname = "a"\n')
+    notes = check_stage_envs(load_config(tmp_path / "stages.toml"), 0, False, tmp_path)
+    assert notes == [
+        "stage 1 a: zoo.yml:Pendulum-v1 has n_timesteps 20,000; the stage trains its own "
+        "budget (1,000 timesteps)"
+    ]
