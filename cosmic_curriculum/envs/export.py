@@ -1,4 +1,4 @@
-"""An SB3 model (PPO, A2C with ``MlpPolicy``; DQN) as an :class:`EnvBot`.
+"""An SB3 or sb3-contrib model as an :class:`EnvBot` (the families: ``envs/networks.py``).
 
 torch and stable-baselines3 are imported inside :func:`env_bot_from_model` only: the
 evaluator and a clone replaying a bot never load them.
@@ -10,8 +10,9 @@ from typing import Any
 
 import numpy as np
 
+from cosmic_curriculum.envs.networks import network_of
 from cosmic_curriculum.envs.obs_norm import ObsNorm, obs_norm_of
-from cosmic_curriculum.envs.policy import EnvBot, Head, Layer
+from cosmic_curriculum.envs.policy import EnvBot
 from cosmic_curriculum.envs.spaces import Space
 from cosmic_curriculum.errors import TrainerError
 from cosmic_curriculum.workspace.env_config import EnvSpec
@@ -49,36 +50,6 @@ def space_of(space: Any, what: str, *, allow_dict: bool = False) -> Space:
     )
 
 
-def _layers(modules: list[Any], where: str) -> tuple[Layer, ...]:
-    from torch import nn
-
-    activations: dict[type[Any], str] = {nn.Tanh: "tanh", nn.ReLU: "relu"}
-    layers: list[Layer] = []
-    for i, module in enumerate(modules):
-        if isinstance(module, nn.Linear):
-            weights = module.weight.detach().cpu().double().numpy()
-            bias = (
-                np.zeros(weights.shape[0])
-                if module.bias is None
-                else module.bias.detach().cpu().double().numpy()
-            )
-            if not (np.isfinite(weights).all() and np.isfinite(bias).all()):
-                raise TrainerError(
-                    f"{where} has non-finite weights (training diverged); resume from an "
-                    "earlier checkpoint with a lower learning rate"
-                )
-            layers.append(Layer(weights, bias, "linear"))
-        elif type(module) in activations and layers and layers[-1].activation == "linear":
-            last = layers[-1]
-            layers[-1] = Layer(last.weights, last.bias, activations[type(module)])
-        else:
-            raise TrainerError(
-                f"cannot export {where} module {i} ({type(module).__name__}): env bots hold "
-                "Linear layers each followed by at most one Tanh or ReLU"
-            )
-    return tuple(layers)
-
-
 def env_bot_from_model(
     model: Any,
     spec: EnvSpec,
@@ -94,27 +65,24 @@ def env_bot_from_model(
     policy = model.policy
     algo = type(model).__name__
     action_space = space_of(policy.action_space, "action")
-    head: Head
-    if hasattr(policy, "q_net"):  # DQN: argmax of q_net(features)
-        extractor = policy.q_net.features_extractor
-        modules = list(policy.q_net.q_net)
-        head = "q"
-    else:  # ActorCriticPolicy: action_net(mlp_extractor.policy_net(features))
-        extractor = getattr(policy, "pi_features_extractor", policy.features_extractor)
-        modules = [*policy.mlp_extractor.policy_net, policy.action_net]
-        head = "actor"
-        if getattr(policy, "use_sde", False) or getattr(policy, "squash_output", False):
-            raise TrainerError(f"cannot export a {algo} policy with use_sde or squash_output")
-    obs_space, scale = _observation(policy, extractor, algo)
-    log_std = None
-    if head == "actor" and action_space.kind == "Box":
-        log_std = policy.log_std.detach().cpu().double().numpy().reshape(-1)
-    layers = _layers(modules, f"the {algo} policy")
+    net = network_of(policy, algo, action_space.kind == "Box")
+    obs_space, scale = _observation(policy, net.extractor, algo)
     provenance: dict[str, Any] = {"algo": algo, "timesteps": int(model.num_timesteps)}
     if checkpoint_sha256 is not None:
         provenance["checkpoint_sha256"] = checkpoint_sha256
-    obs_norm = _obs_norm(normalizer, obs_space, algo)
-    return EnvBot(spec, obs_space, action_space, layers, head, scale, log_std, provenance, obs_norm)
+    return EnvBot(
+        spec,
+        obs_space,
+        action_space,
+        net.layers,
+        head=net.head,
+        scale=scale,
+        log_std=net.log_std,
+        provenance=provenance,
+        obs_norm=_obs_norm(normalizer, obs_space, algo),
+        squash=net.squash,
+        log_std_layer=net.log_std_layer,
+    )
 
 
 def _observation(policy: Any, extractor: Any, algo: str) -> tuple[Space, float]:

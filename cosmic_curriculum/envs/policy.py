@@ -2,17 +2,17 @@
 
 A clone of the workspace replays ``bots/EXP.json`` without ``checkpoints/`` or torch: the
 file holds the env spec, both spaces, the policy's layers as plain numbers, what sampling
-needs (the Gaussian's log-std; a Discrete head's logits are the last layer) and where it
-came from (algo, timesteps, the checkpoint's sha256).
+needs (the Gaussian's log-std, or SAC's log-std layer; a Discrete head's logits are the
+last layer), VecNormalize's statistics and where it came from (algo, timesteps, the
+checkpoint's sha256). docs/BOT_FORMAT.md describes the fields; ``envs/export.py`` and
+``envs/networks.py`` build them from SB3's models.
 
-The forward pass is SB3's for ``MlpPolicy`` (``envs/export.py`` builds the document):
-
-- observation: a Discrete one is one-hot encoded (SB3's ``preprocess_obs``); a Box one is
-  cast to float and, for an image space (uint8, 3-D, bounds 0..255) with
-  ``normalize_images``, divided by 255 (``scale``), then flattened;
-- ``layers``: ``mlp_extractor.policy_net`` then ``action_net`` (or DQN's ``q_net``);
+- observation: ``obs_norm`` (``envs/obs_norm.py``), then SB3's ``preprocess_obs``
+  (``envs/spaces.py``: one-hot, /255 for images, Dict keys concatenated);
+- ``layers``: each ``act(x @ W.T + b)``;
 - action: Discrete → argmax of the logits (or Q-values), or a softmax sample; Box → the
-  mean, or a Gaussian sample with ``exp(log_std)``, clipped to the action bounds.
+  mean, or a Gaussian sample, then tanh and rescaled to the bounds (``squash``) or
+  clipped to them.
 """
 
 from __future__ import annotations
@@ -42,6 +42,35 @@ class Layer:
     activation: str
 
 
+def _activate(x: FloatArray, activation: str) -> FloatArray:
+    if activation == "tanh":
+        return np.tanh(x)
+    if activation == "relu":
+        return np.maximum(x, 0.0)
+    return x
+
+
+@dataclass(frozen=True)
+class LogStdLayer:
+    """A linear map of the last layer's input to the log-std, clamped to [low, high]."""
+
+    weights: FloatArray  # (actions, hidden)
+    bias: FloatArray
+    low: float
+    high: float
+
+    def of(self, hidden: FloatArray) -> FloatArray:
+        return np.clip(hidden @ self.weights.T + self.bias, self.low, self.high)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "weights": self.weights.tolist(),
+            "bias": self.bias.tolist(),
+            "min": self.low,
+            "max": self.high,
+        }
+
+
 @dataclass(frozen=True)
 class EnvBot:
     """A deterministic or sampling policy for one Gymnasium env, in numpy."""
@@ -55,6 +84,8 @@ class EnvBot:
     log_std: FloatArray | None = None  # Box actions of an actor only
     provenance: dict[str, Any] | None = None
     obs_norm: ObsNorm | None = None  # VecNormalize's frozen statistics, applied first
+    squash: bool = False  # tanh then rescaled to the Box bounds (SAC, TD3, ARS)
+    log_std_layer: LogStdLayer | None = None  # SAC's state-dependent log-std
 
     def features(self, obs: Any) -> FloatArray:
         """A batch of observations (a dict of batches for a Dict space) as the network's
@@ -64,16 +95,18 @@ class EnvBot:
             obs = self.obs_norm.apply(obs)
         return self.observation_space.features(obs, self.scale)
 
+    def hidden_and_outputs(self, obs: Any) -> tuple[FloatArray, FloatArray]:
+        """The last layer's input and its outputs (logits, Q-values or the mean)."""
+        x = self.features(obs)
+        hidden = x
+        for layer in self.layers:
+            hidden = x
+            x = _activate(x @ layer.weights.T + layer.bias, layer.activation)
+        return hidden, x
+
     def outputs(self, obs: Any) -> FloatArray:
         """The last layer's outputs: logits, Q-values or the Gaussian's mean, (batch, out)."""
-        x = self.features(obs)
-        for layer in self.layers:
-            x = x @ layer.weights.T + layer.bias
-            if layer.activation == "tanh":
-                x = np.tanh(x)
-            elif layer.activation == "relu":
-                x = np.maximum(x, 0.0)
-        return x
+        return self.hidden_and_outputs(obs)[1]
 
     def act(
         self, obs: Any, deterministic: bool = True, rng: np.random.Generator | None = None
@@ -81,26 +114,34 @@ class EnvBot:
         """Actions for a batch of observations: Discrete (batch,) ints, Box (batch, *shape).
 
         ``deterministic=False`` samples as SB3 does (softmax of the logits, or the mean plus
-        Gaussian noise); a Q head has no distribution and stays greedy.
+        Gaussian noise of ``log_std`` or ``log_std_layer``); a Q head, or an actor without
+        a distribution (TD3's), stays greedy. ``squash``: tanh, then rescaled from [-1, 1]
+        to the bounds (SB3's ``unscale_action``); else clipped to them.
         """
-        out = self.outputs(obs)
+        hidden, out = self.hidden_and_outputs(obs)
         space = self.action_space
+        generator = rng if rng is not None else np.random.default_rng()
         if space.kind == "Discrete":
             if deterministic or self.head == "q":
                 return np.argmax(out, axis=1) + space.start
-            generator = rng if rng is not None else np.random.default_rng()
             shifted = np.exp(out - out.max(axis=1, keepdims=True))
             probs = shifted / shifted.sum(axis=1, keepdims=True)
             draws = generator.random((out.shape[0], 1))
             picked = (probs.cumsum(axis=1) < draws).sum(axis=1)
             return np.minimum(picked, space.n - 1) + space.start
         mean = out
-        if not deterministic and self.log_std is not None:
-            generator = rng if rng is not None else np.random.default_rng()
-            mean = mean + np.exp(self.log_std) * generator.standard_normal(mean.shape)
+        if not deterministic:
+            log_std = self.log_std
+            if self.log_std_layer is not None:
+                log_std = self.log_std_layer.of(hidden)
+            if log_std is not None:
+                mean = mean + np.exp(log_std) * generator.standard_normal(mean.shape)
         assert space.low is not None and space.high is not None
-        clipped = np.clip(mean, space.low, space.high)
-        return clipped.reshape(-1, *space.shape)
+        if self.squash:
+            action = space.low + 0.5 * (np.tanh(mean) + 1.0) * (space.high - space.low)
+        else:
+            action = np.clip(mean, space.low, space.high)
+        return action.reshape(-1, *space.shape)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -120,6 +161,10 @@ class EnvBot:
                     for layer in self.layers
                 ],
                 "log_std": None if self.log_std is None else self.log_std.tolist(),
+                "squash": self.squash,
+                "log_std_layer": (
+                    None if self.log_std_layer is None else self.log_std_layer.to_json()
+                ),
             },
             "obs_norm": None if self.obs_norm is None else self.obs_norm.to_json(),
             "provenance": self.provenance or {},
@@ -193,9 +238,56 @@ def parse_env_bot(document: Any) -> EnvBot:
     if not isinstance(provenance, dict):
         raise ValueError("provenance must be an object")
     obs_norm = parse_obs_norm(document.get("obs_norm"), obs_space.box_sizes())
+    squash = policy.get("squash", False)
+    if not isinstance(squash, bool):
+        raise ValueError(f"policy.squash must be true or false, got {squash!r}")
+    if squash:
+        bounds = (action_space.low, action_space.high)
+        if action_space.kind != "Box" or not all(
+            np.isfinite(b).all() for b in bounds if b is not None
+        ):
+            raise ValueError("policy.squash needs a Box action_space with finite bounds")
+    log_std_layer = _log_std_layer(policy.get("log_std_layer"), layers, action_space, log_std)
     return EnvBot(
-        env, obs_space, action_space, layers, head, float(scale), log_std, provenance, obs_norm
+        env,
+        obs_space,
+        action_space,
+        layers,
+        head,
+        float(scale),
+        log_std,
+        provenance,
+        obs_norm,
+        squash,
+        log_std_layer,
     )
+
+
+def _log_std_layer(
+    value: Any, layers: tuple[Layer, ...], action_space: Space, log_std: FloatArray | None
+) -> LogStdLayer | None:
+    if value is None:
+        return None
+    field = "policy.log_std_layer"
+    if action_space.kind != "Box" or log_std is not None:
+        raise ValueError(f"{field} needs a Box action_space and no policy.log_std")
+    if not isinstance(value, dict):
+        raise ValueError(f"{field} must be an object with weights, bias, min and max")
+    width = layers[-1].weights.shape[1]
+    rows = value.get("weights")
+    if not isinstance(rows, list) or len(rows) != action_space.size:
+        raise ValueError(f"{field}.weights must list {action_space.size} rows")
+    weights = np.array([_vector(r, f"{field}.weights") for r in rows])
+    if weights.shape != (action_space.size, width):
+        raise ValueError(f"{field}.weights rows must have {width} values (the last layer's input)")
+    bias = _vector(value.get("bias"), f"{field}.bias")
+    if bias.shape != (action_space.size,):
+        raise ValueError(f"{field}.bias must have {action_space.size} values")
+    low: Any = value.get("min")
+    high: Any = value.get("max")
+    if not (is_number(low) and is_number(high) and low < high):
+        raise ValueError(f"{field}.min and .max must be numbers, min < max; got {low!r}, {high!r}")
+    return LogStdLayer(weights, bias, float(low), float(high))
 
 
 def _vector(value: Any, field: str) -> FloatArray:
