@@ -114,7 +114,7 @@ def train_env_command(
         str,
         typer.Option(
             help="The algorithm: PPO, A2C, DQN, SAC, TD3, DDPG (stable-baselines3) or TQC, "
-            "TRPO, ARS, QRDQN, CrossQ (sb3-contrib: the contrib extra)."
+            "TRPO, ARS, QRDQN (sb3-contrib: the contrib extra)."
         ),
     ] = ENV_ALGO,
     policy: Annotated[

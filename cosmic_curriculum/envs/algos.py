@@ -18,13 +18,16 @@ import importlib
 import inspect
 from typing import Any
 
-from cosmic_curriculum.errors import ConfigError
+from cosmic_curriculum.errors import ConfigError, TrainerError
+from cosmic_curriculum.workspace.env_config import EnvSpec
 from cosmic_curriculum.workspace.stage_trainer import StageTrainer
 from cosmic_curriculum.workspace.trainer_config import ALGORITHMS, CONTRIB
 from cosmic_curriculum.workspace.zoo_values import SCHEDULE_KEYS, schedule_start
 
 # The smallest image side SB3's NatureCNN takes (its three convolutions leave 1 pixel).
 NATURE_CNN_MIN_SIDE = 36
+# The replay buffer of the model preflight builds (only to see that it builds).
+_PROBE_BUFFER = 100
 # Arguments train-env passes itself; the hyperparams never name them.
 _OWN_ARGUMENTS = ("self", "policy", "env", "seed", "_init_setup_model")
 
@@ -124,6 +127,38 @@ def check_trainer(trainer: StageTrainer, observation_space: Any, action_space: A
                     f"{', '.join(sorted(norm - {'self', 'venv', 'training'}))}); fix normalize"
                 )
     return policy
+
+
+def check_buildable(trainer: StageTrainer, spec: EnvSpec, policy: str) -> None:
+    """Build the stage's model, untrained, on one env and export it as an env bot: what
+    the constructor refuses (a value, not only a name) or a bot could not hold (a CNN, SDE,
+    an activation other than Tanh/ReLU) is a ConfigError now, not after the training."""
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    from cosmic_curriculum.envs.export import env_bot_from_model
+    from cosmic_curriculum.envs.gymnasium import make_env
+
+    venv = DummyVecEnv([lambda: make_env(spec)])
+    try:
+        params = sb3_kwargs(trainer.hyperparams, venv.action_space)
+        if "buffer_size" in params:
+            params["buffer_size"] = _PROBE_BUFFER  # the replay buffer is not the policy
+        try:
+            model = algo_class(trainer.algo)(policy, venv, device="cpu", **params)
+        except (TypeError, ValueError, AssertionError) as exc:
+            raise ConfigError(
+                f"trainer.hyperparams are refused by {trainer.algo} "
+                f"({' '.join(str(exc).split())[:200]}); fix them"
+            ) from None
+        try:
+            env_bot_from_model(model, spec)
+        except TrainerError as exc:
+            raise ConfigError(
+                f"trainer: the trained bot could not be saved: {exc}; change the trainer "
+                '(e.g. policy = "MlpPolicy") or train with a training_command of your own'
+            ) from None
+    finally:
+        venv.close()
 
 
 def _arguments(function: Any) -> set[str] | None:

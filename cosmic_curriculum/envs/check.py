@@ -11,6 +11,7 @@ from typing import Any
 
 from cosmic_curriculum.errors import ConfigError
 from cosmic_curriculum.workspace.config import CurriculumConfig
+from cosmic_curriculum.workspace.env_config import EnvSpec
 from cosmic_curriculum.workspace.stage_trainer import StageTrainer, stage_trainer
 
 
@@ -52,7 +53,7 @@ def check_stage_envs(
         previous = (label, spec.kind, found)
         if root is not None and found is not None and config.builtin_env_trainer(i):
             trainer = stage_trainer(config, i, root)
-            _check_trainer(where, trainer, found, trained)
+            _check_trainer(where, trainer, spec, found, trained)
             trained = (label, trainer)
             if trainer.zoo_timesteps is not None and i >= first:
                 notes.append(
@@ -65,13 +66,14 @@ def check_stage_envs(
 def _check_trainer(
     where: str,
     trainer: StageTrainer,
+    spec: EnvSpec,
     found: tuple[Any, Any],
     previous: tuple[str, StageTrainer] | None,
 ) -> None:
-    from cosmic_curriculum.envs.algos import check_trainer
+    from cosmic_curriculum.envs.algos import check_buildable, check_trainer
 
     try:
-        check_trainer(trainer, *found)
+        check_buildable(trainer, spec, check_trainer(trainer, *found))
     except ConfigError as exc:
         raise ConfigError(f"{where}: {exc}") from None
     if previous is None:

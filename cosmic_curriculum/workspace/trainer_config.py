@@ -33,8 +33,10 @@ class Algorithm(NamedTuple):
 _ANY = ("Box", "Discrete", "MultiDiscrete", "MultiBinary")
 SB3 = "stable_baselines3"
 CONTRIB = "sb3_contrib"
-# The algorithms train-env trains (all with plain MLP/CNN policies); sb3-contrib's
-# need the `contrib` extra.
+# The algorithms train-env trains, those whose policies are plain MLPs (env bots replay
+# them: envs/networks.py); sb3-contrib's need the `contrib` extra. Not CrossQ (its
+# networks hold batch renormalization layers), RecurrentPPO (an LSTM) or MaskablePPO
+# (action masks the env must provide).
 ALGORITHMS: dict[str, Algorithm] = {
     "PPO": Algorithm(SB3, _ANY),
     "A2C": Algorithm(SB3, _ANY),
@@ -46,7 +48,6 @@ ALGORITHMS: dict[str, Algorithm] = {
     "TRPO": Algorithm(CONTRIB, _ANY),
     "ARS": Algorithm(CONTRIB, ("Box", "Discrete")),
     "QRDQN": Algorithm(CONTRIB, ("Discrete",)),
-    "CrossQ": Algorithm(CONTRIB, ("Box",)),
 }
 
 

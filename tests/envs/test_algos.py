@@ -70,7 +70,6 @@ def test_the_action_table_is_what_each_class_accepts(name: str) -> None:
         ("PPO", image((7, 7, 3)), "MlpPolicy"),  # MiniGrid's partial view: too small
         ("DQN", image((84, 84, 4)), "CnnPolicy"),
         ("PPO", spaces.Box(0.0, 1.0, (64, 64, 3), np.float32), "MlpPolicy"),  # not uint8
-        ("CrossQ", image((64, 64, 3)), "MlpPolicy"),  # it has no CnnPolicy
         ("ARS", image((64, 64, 3)), "MlpPolicy"),
     ],
 )
@@ -91,8 +90,8 @@ def test_the_network_the_rule_picks_builds_at_the_smallest_side() -> None:
 
 
 def test_a_policy_the_algorithm_lacks_is_refused() -> None:
-    with pytest.raises(ConfigError, match="policy 'CnnPolicy': CrossQ has MlpPolicy"):
-        choose_policy("CrossQ", BOX, "CnnPolicy")
+    with pytest.raises(ConfigError, match="policy 'LinearPolicy': PPO has MlpPolicy"):
+        choose_policy("PPO", BOX, "LinearPolicy")
     with pytest.raises(ConfigError, match="ARS has no MultiInputPolicy"):
         choose_policy("ARS", spaces.Dict({"a": BOX}), None)
 

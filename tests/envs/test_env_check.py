@@ -190,6 +190,20 @@ def trainer_problem(tmp_path: Path, text: str) -> str:
             "trainer = {hyperparams = {policy_kwargs = {net_arch = [32]}}}\n",
             "stage 2 b: trainer.hyperparams.policy_kwargs",
         ),
+        (
+            LAKE + '[trainer]\nhyperparams = {batch_size = 1}\n[[stages]]\nname = "a"\n',
+            "stage 1 a: trainer.hyperparams are refused by PPO (`batch_size` must be greater",
+        ),
+        (
+            PENDULUM + '[trainer]\nhyperparams = {use_sde = true}\n[[stages]]\nname = "a"\n',
+            "stage 1 a: trainer: the trained bot could not be saved: cannot export a PPO "
+            "policy with use_sde",
+        ),
+        (
+            LAKE + '[trainer]\nhyperparams = {policy_kwargs = {activation_fn = "nn.GELU"}}\n'
+            '[[stages]]\nname = "a"\n',
+            "(GELU): env bots hold Linear layers",
+        ),
     ],
 )
 def test_a_trainer_that_cannot_train_the_stage_is_refused(

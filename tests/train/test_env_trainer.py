@@ -93,7 +93,6 @@ NET = {"net_arch": [16]}
         ),
         ("DDPG", PENDULUM, {**SMALL_OFF_POLICY, "policy_kwargs": NET}),
         ("TQC", PENDULUM, {**SMALL_OFF_POLICY, "policy_kwargs": NET}),
-        ("CrossQ", PENDULUM, {**SMALL_OFF_POLICY, "policy_kwargs": NET}),
     ],
 )
 def test_each_algorithm_family_trains(
@@ -101,15 +100,16 @@ def test_each_algorithm_family_trains(
 ) -> None:
     model = trained(tmp_path, algo, env, params)
     if "noise_type" in params:
-        assert type(model.action_noise).__name__ == "NormalActionNoise"
+        # SB3 gives each of the envs its own copy of the configured noise.
+        assert type(model.action_noise.base_noise).__name__ == "NormalActionNoise"
 
 
 def test_an_algorithm_that_cannot_act_in_the_env_is_one_line(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
         train_env(settings(tmp_path, "SAC", POLE, 64))
     assert str(info.value).startswith("--algo SAC acts in Box action spaces")
-    with pytest.raises(ConfigError, match="--policy 'CnnPolicy'"):
-        train_env(settings(tmp_path, "CrossQ", PENDULUM, 64, policy="CnnPolicy"))
+    with pytest.raises(ConfigError, match="--policy 'CnnPolicy': TD3 has MlpPolicy"):
+        train_env(settings(tmp_path, "TD3", PENDULUM, 64, policy="CnnPolicy"))
     with pytest.raises(ConfigError, match="--normalize"):
         settings(tmp_path, "PPO", POLE, 64, normalize="[1]")
     with pytest.raises(ConfigError, match="--hyperparams: learning_rate"):

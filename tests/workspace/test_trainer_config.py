@@ -135,8 +135,8 @@ def test_a_stage_trainer_error_names_the_stage(tmp_path: Path) -> None:
 
 
 def test_algo_names_ignore_case(tmp_path: Path) -> None:
-    cfg = load(tmp_path, POLE + '[trainer]\nalgo = "crossq"\n[[stages]]\nname = "a"\n')
-    assert cfg.stage_trainer(0).algo == "CrossQ"
+    cfg = load(tmp_path, POLE + '[trainer]\nalgo = "tqc"\n[[stages]]\nname = "a"\n')
+    assert cfg.stage_trainer(0).algo == "TQC"
 
 
 def test_a_trainer_for_another_trainer_is_refused(tmp_path: Path) -> None:
