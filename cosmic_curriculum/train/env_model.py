@@ -150,7 +150,8 @@ def new_model(settings: EnvTrainSettings, venv: Any, policy: str) -> Any:
     except (TypeError, ValueError, AssertionError) as exc:
         raise ConfigError(
             f"--hyperparams {json.dumps(settings.hyperparams)} are refused by "
-            f"{settings.algo} ({' '.join(str(exc).split())[:300]}); fix --hyperparams"
+            f"{settings.algo} with {policy} ({' '.join(str(exc).split())[:300]}); fix "
+            "--hyperparams or --policy"
         ) from None
 
 
@@ -159,6 +160,9 @@ def loaded_model(settings: EnvTrainSettings, venv: Any, path: Path) -> Any:
     if not path.is_file():
         raise ConfigError(f"--resume {path}: checkpoint file not found")
     params = _model_kwargs(settings, venv)
+    # The network is the checkpoint's: policy_kwargs are compared, not passed (SB3 would
+    # compare them whole, with the keys an algorithm adds itself, e.g. A2C's optimizer).
+    wanted = params.pop("policy_kwargs", {})
     try:
         model = algo_class(settings.algo).load(path, env=venv, **params)
     except ConfigError:
@@ -167,8 +171,16 @@ def loaded_model(settings: EnvTrainSettings, venv: Any, path: Path) -> Any:
         raise TrainerError(
             f"--resume {path}: not a {settings.algo} checkpoint for this env and these "
             f"hyperparams ({type(exc).__name__}: {' '.join(str(exc).split())[:200]}); pass "
-            "the checkpoint's --algo and policy_kwargs, or train from scratch"
+            "the checkpoint's --algo, or train from scratch"
         ) from None
+    stored = model.policy_kwargs
+    for key, value in wanted.items():
+        if stored.get(key) != value:
+            raise TrainerError(
+                f"--resume {path}: its policy_kwargs {key} is {stored.get(key)!r}, not "
+                f"{value!r}; a checkpoint keeps its network, so keep policy_kwargs or "
+                "train from scratch"
+            )
     model.set_random_seed(settings.seed)
     return model
 

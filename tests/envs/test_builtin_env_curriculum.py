@@ -88,3 +88,69 @@ def test_a_gymnasium_curriculum_needs_no_commands_of_its_own(tmp_path: Path) -> 
     stage2_vs_1 = cli(clone, "evaluate", f"bots/{passed[1]}.json", f"bots/{passed[0]}.json")
     assert stage2_vs_1.returncode == 0, stage2_vs_1.stdout + stage2_vs_1.stderr
     assert "draws" in stage2_vs_1.stdout and "successes" in stage2_vs_1.stdout
+
+
+TUNED = """\
+max_retries = 1
+reference_bot = {builtin = "random"}
+
+[env]
+kind = "gymnasium"
+id = "CartPole-v1"
+
+[defaults]
+timesteps = 20_000
+
+[trainer]
+algo = "A2C"
+hyperparams_file = "hyperparams/a2c.yml"
+hyperparams = {gamma = 0.99}
+
+[[stages]]
+name = "pole"
+
+[[stages]]
+name = "finer"
+timesteps = 2_000
+trainer = {hyperparams = {learning_rate = "lin_3e-4"}}
+"""
+
+# An entry in rl-zoo3's format, its values as the zoo writes them.
+ZOO_A2C = """\
+CartPole-v1:
+  n_envs: 8
+  n_timesteps: !!float 5e5
+  policy: 'MlpPolicy'
+  ent_coef: 0.0
+  learning_rate: lin_7e-4
+  normalize: "dict(norm_obs=True, norm_reward=False)"
+  policy_kwargs: "dict(net_arch=[32], activation_fn=nn.Tanh)"
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_a_trainer_table_and_a_zoo_file_reach_train_env(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    made = cli(tmp_path, "init", "--bare", str(ws))
+    assert made.returncode == 0, made.stdout + made.stderr
+    (ws / "stages.toml").write_text(TUNED)
+    (ws / "hyperparams").mkdir()
+    (ws / "hyperparams" / "a2c.yml").write_text(ZOO_A2C)
+    subprocess.run(["git", "add", "."], cwd=ws, check=True)
+    subprocess.run(["git", "commit", "-qm", "stages"], cwd=ws, check=True)
+
+    done = cli(ws, "run")
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out
+    assert "hyperparams/a2c.yml:CartPole-v1 has n_timesteps 500,000; the stage trains its " in out
+    state = json.loads((ws / "curriculum_state.json").read_text())
+    first, second = (e["experiment"] for e in state["log"] if e["decision"] == "pass")
+    log = (ws / "logs" / f"{second}.log").read_text()
+    assert "--algo A2C --n-envs 8 --policy MlpPolicy --hyperparams" in log
+    assert '"learning_rate":"lin_3e-4"' in log and '"gamma":0.99' in log
+    assert "VecNormalize (statistics loaded), warm start" in log
+    for experiment in (first, second):
+        bot = json.loads((ws / "bots" / f"{experiment}.json").read_text())
+        assert bot["provenance"]["algo"] == "A2C" and bot["obs_norm"] is not None
+        assert (ws / "checkpoints" / experiment / "final.vecnormalize.pkl").is_file()

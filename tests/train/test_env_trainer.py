@@ -104,12 +104,34 @@ def test_each_algorithm_family_trains(
         assert type(model.action_noise.base_noise).__name__ == "NormalActionNoise"
 
 
+def test_a_warm_start_keeps_the_checkpoint_network_and_takes_new_hyperparams(
+    tmp_path: Path,
+) -> None:
+    from cosmic_curriculum.errors import TrainerError
+
+    net = {"net_arch": [16], "activation_fn": "nn.Tanh"}
+    trained(tmp_path, "A2C", POLE, {"n_steps": 8, "policy_kwargs": net}, steps=64)
+    final = tmp_path / "checkpoints" / "x" / "final.zip"
+    later = {"n_steps": 4, "learning_rate": "lin_1e-4", "policy_kwargs": net}
+    warm = settings(tmp_path / "w", "A2C", POLE, 64, hyperparams=later, resume=final)
+    assert train_env(warm) == 0  # A2C's own optimizer in policy_kwargs is no difference
+    from stable_baselines3 import A2C
+
+    model = A2C.load(tmp_path / "w" / "checkpoints" / "x" / "final.zip", device="cpu")
+    assert model.n_steps == 4 and model.lr_schedule(1.0) == pytest.approx(1e-4)
+    other = {"policy_kwargs": {"net_arch": [32]}}
+    wrong = settings(tmp_path / "v", "A2C", POLE, 64, hyperparams=other, resume=final)
+    with pytest.raises(TrainerError) as info:
+        train_env(wrong)
+    assert "its policy_kwargs net_arch is [16], not [32]" in str(info.value)
+
+
 def test_an_algorithm_that_cannot_act_in_the_env_is_one_line(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
         train_env(settings(tmp_path, "SAC", POLE, 64))
     assert str(info.value).startswith("--algo SAC acts in Box action spaces")
-    with pytest.raises(ConfigError, match="--policy 'CnnPolicy': TD3 has MlpPolicy"):
-        train_env(settings(tmp_path, "TD3", PENDULUM, 64, policy="CnnPolicy"))
+    with pytest.raises(ConfigError, match="--policy 'CnnPolicy': ARS has MlpPolicy"):
+        train_env(settings(tmp_path, "ARS", PENDULUM, 64, policy="CnnPolicy"))
     with pytest.raises(ConfigError, match="--normalize"):
         settings(tmp_path, "PPO", POLE, 64, normalize="[1]")
     with pytest.raises(ConfigError, match="--hyperparams: learning_rate"):
