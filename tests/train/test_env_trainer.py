@@ -150,6 +150,25 @@ def test_vecnormalize_statistics_go_with_the_checkpoint_and_the_bot(tmp_path: Pa
     np.testing.assert_allclose(bot.obs_norm.stats.var, stats.obs_rms.var)
 
 
+def test_step_checkpoints_keep_their_statistics_and_are_pruned_with_them(
+    tmp_path: Path,
+) -> None:
+    import dataclasses
+
+    run = settings(tmp_path, "PPO", POLE, 256, hyperparams={"n_steps": 16}, normalize="true")
+    run = dataclasses.replace(run, checkpoint_every=32, keep_checkpoints=2)
+    directory = tmp_path / "checkpoints" / "x"
+    directory.mkdir(parents=True)
+    (directory / "step_1.vecnormalize.pkl").write_bytes(b"left by a killed save")
+    assert train_env(run) == 0
+    zips = sorted(p.name for p in directory.glob("step_*.zip"))
+    stats = sorted(p.name for p in directory.glob("step_*.vecnormalize.pkl"))
+    assert len(zips) == 2 and stats == [z.replace(".zip", ".vecnormalize.pkl") for z in zips]
+    for name in zips:  # each holds the statistics as they were at its own step
+        count = pickle.loads(stats_path(directory / name).read_bytes()).obs_rms.count
+        assert int(name[5:-4]) <= count <= int(name[5:-4]) + 2 * 2
+
+
 def train_env_process(ws: Path, *args: str) -> subprocess.Popen[str]:
     argv = [sys.executable, "-m", "cosmic_curriculum", "train-env", *args]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}

@@ -265,3 +265,19 @@ def test_another_entry_can_be_named(tmp_path: Path) -> None:
     text = POLE + '[trainer]\nhyperparams_file = "z.yml"\nhyperparams_key = "tuned"\n'
     trainer = stage_trainer(load(tmp_path, text + '[[stages]]\nname = "a"\n'), 0, tmp_path)
     assert (trainer.n_envs, trainer.hyperparams) == (3, {"gamma": 0.5})
+
+
+def test_reading_a_trainer_table_loads_nothing_heavy(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    text = POLE + '[trainer]\nalgo = "SAC"\nhyperparams_file = "z.yml"\n[[stages]]\nname = "a"\n'
+    (tmp_path / "stages.toml").write_text(text)
+    probe = (
+        "import sys; from cosmic_curriculum.workspace.config_file import load_config; "
+        f"c = load_config({str(tmp_path / 'stages.toml')!r}); c.stage_definitions(); "
+        "print(sorted({'yaml', 'numpy', 'torch', 'stable_baselines3', 'gymnasium'} "
+        "& set(sys.modules)))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
