@@ -71,7 +71,7 @@ def _locate(text: str, loc: tuple[Any, ...]) -> int | None:
     start, end = 0, len(lines)
     parts = list(loc)
     # Narrow to the table the key lives in: [[stages]] number k, [defaults], [gate],
-    # [launcher], [env] ...
+    # [launcher], [env], [trainer] ...
     if parts and parts[0] == "stages" and len(parts) > 1 and isinstance(parts[1], int):
         headers = [i for i, ln in enumerate(lines) if ln.strip() == "[[stages]]"]
         k = parts[1]
@@ -87,7 +87,7 @@ def _locate(text: str, loc: tuple[Any, ...]) -> int | None:
                     start = i
                     break
             parts = parts[1:]
-    elif parts and parts[0] in ("defaults", "gate", "launcher", "env"):
+    elif parts and parts[0] in ("defaults", "gate", "launcher", "env", "trainer"):
         for i, ln in enumerate(lines):
             if ln.strip() == f"[{parts[0]}]":
                 if len(parts) == 1:  # the table as a whole: its header

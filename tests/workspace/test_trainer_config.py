@@ -129,6 +129,17 @@ def test_a_bad_trainer_is_one_line_naming_the_key(tmp_path: Path, table: str, ne
     assert needle in message, message
 
 
+def test_a_trainer_error_names_its_line(tmp_path: Path) -> None:
+    message = error_for(
+        tmp_path, POLE + '[trainer]\nn_envs = 2\nalgo = "X"\n[[stages]]\nname = "a"\n'
+    )
+    assert "stages.toml:10: trainer.algo:" in message, message
+    own = (
+        'training_command = ["./t"]\n' + POLE + '[trainer]\nalgo = "A2C"\n[[stages]]\nname = "a"\n'
+    )
+    assert "stages.toml:9: trainer:" in error_for(tmp_path, own)
+
+
 def test_a_stage_trainer_error_names_the_stage(tmp_path: Path) -> None:
     message = error_for(tmp_path, POLE + '[[stages]]\nname = "a"\ntrainer = {algo = "X"}\n')
     assert "stages[0].trainer.algo" in message and ":10:" in message, message
