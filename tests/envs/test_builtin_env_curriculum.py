@@ -99,7 +99,7 @@ kind = "gymnasium"
 id = "CartPole-v1"
 
 [defaults]
-timesteps = 20_000
+timesteps = 8_000
 
 [trainer]
 algo = "A2C"
@@ -113,6 +113,7 @@ name = "pole"
 name = "finer"
 timesteps = 2_000
 trainer = {hyperparams = {learning_rate = "lin_3e-4"}}
+reference_bot = {builtin = "random"}  # the wiring is tested here, not what 2,000 steps learn
 """
 
 # An entry in rl-zoo3's format, its values as the zoo writes them.
