@@ -235,7 +235,7 @@ def evaluate_env(
             chunk = seeds[start : start + ENV_EVAL_BATCH]
             mine += runner.play(bot, chunk, deterministic, rng_a)
             theirs += runner.play(other, chunk, deterministic, rng_b)
-            record = _counts(mine, theirs)
+            record = pair_counts(mine, theirs)
             if on_progress is not None:
                 on_progress(len(mine), episodes)
             if stop is not None and len(mine) < episodes and stop(record):
@@ -266,7 +266,7 @@ def evaluate_env(
     return append_record(history_path, record)
 
 
-def _counts(mine: list[Episode], theirs: list[Episode]) -> dict[str, Any]:
+def pair_counts(mine: list[Episode], theirs: list[Episode]) -> dict[str, Any]:
     wins_a = sum(a.total > b.total for a, b in zip(mine, theirs, strict=True))
     wins_b = sum(b.total > a.total for a, b in zip(mine, theirs, strict=True))
     return {
