@@ -93,7 +93,7 @@ def evaluate_command(
         from cosmic_curriculum.system import fsio
         from cosmic_curriculum.workspace import history
 
-        if is_env_bot_file(Path(candidate)):
+        if is_env_bot_file(Path(candidate)) or _is_env_twin(Path(candidate)):
             _evaluate_env_bots(candidate, reference, episodes, seed, history_path, lock_wait)
             return
         rule = gate_rule_option(gate)

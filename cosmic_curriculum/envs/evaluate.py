@@ -11,7 +11,8 @@ cut at the step cap (the env's own TimeLimit, else ``ENV_MAX_EPISODE_STEPS``) fa
 The record also holds ``successes``, ``returns`` (the candidate's, one per episode) and
 the ``seeds``, so the threshold gate judges it too.
 
-A reference is another env bot file or ``random`` (uniform over the action space,
+Candidate and reference are env bot files (or their ONNX twins); a reference may be
+``random`` (uniform over the action space,
 seeded). An env that raises or returns a non-finite observation is one line, and no
 record is written.
 """
@@ -29,7 +30,8 @@ import numpy as np
 
 from cosmic_curriculum.defaults import ENV_EVAL_BATCH, ENV_MAX_EPISODE_STEPS
 from cosmic_curriculum.envs.gymnasium import make_env
-from cosmic_curriculum.envs.policy import EnvBot, load_env_bot
+from cosmic_curriculum.envs.onnx_twin import EnvTwin, load_env_player
+from cosmic_curriculum.envs.policy import EnvBot
 from cosmic_curriculum.envs.spaces import Space, all_finite, batch_of, batch_size
 from cosmic_curriculum.errors import CurriculumError, EvaluationError, TrainerError
 from cosmic_curriculum.workspace.history import append_record
@@ -78,7 +80,7 @@ def step_cap(env: Any) -> int:
 class EnvRunner:
     """Slots of one env spec, stepping a batch of episodes together."""
 
-    def __init__(self, bot: EnvBot, slots: int, success_return: float | None) -> None:
+    def __init__(self, bot: EnvBot | EnvTwin, slots: int, success_return: float | None) -> None:
         self.name = bot.env.id or "?"
         self.envs = [make_env(bot.env) for _ in range(slots)]
         self.cap = step_cap(self.envs[0])
@@ -163,11 +165,11 @@ def _sha256(path: Path) -> str:
 
 
 def _reference_player(
-    reference: Path | str, candidate: EnvBot, runner: EnvRunner, seed: int
+    reference: Path | str, candidate: EnvBot | EnvTwin, runner: EnvRunner, seed: int
 ) -> Player:
     if str(reference) == RANDOM:
         return RandomPlayer(runner.envs[0].action_space, seed)
-    bot = load_env_bot(Path(reference))
+    bot = load_env_player(Path(reference))
     for what in ("observation_space", "action_space"):
         if getattr(bot, what).to_json() != getattr(candidate, what).to_json():
             raise EvaluationError(
@@ -184,7 +186,7 @@ def _key(space: Space) -> Any:
     return space.to_json()
 
 
-def _check_spaces(bot: EnvBot, env: Any, path: Path) -> None:
+def _check_spaces(bot: EnvBot | EnvTwin, env: Any, path: Path) -> None:
     from cosmic_curriculum.envs.export import space_of
 
     try:
@@ -218,7 +220,7 @@ def evaluate_env(
     decided), append one record to ``history_path`` and return it as stored."""
     if episodes < 1:
         raise EvaluationError(f"episodes {episodes}: an evaluation plays at least 1 episode")
-    bot = load_env_bot(candidate)
+    bot = load_env_player(candidate)
     seeds = episode_seeds(seed, episodes)
     try:
         runner = EnvRunner(bot, min(ENV_EVAL_BATCH, episodes), success_return)

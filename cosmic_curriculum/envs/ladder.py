@@ -27,8 +27,8 @@ from cosmic_curriculum.envs.evaluate import (
     episode_seeds,
     pair_counts,
 )
-from cosmic_curriculum.envs.onnx_twin import load_env_twin
-from cosmic_curriculum.envs.policy import EnvBot, is_env_bot_file, load_env_bot
+from cosmic_curriculum.envs.onnx_twin import load_env_player
+from cosmic_curriculum.envs.policy import is_env_bot_file
 from cosmic_curriculum.errors import BotError, CurriculumError, EvaluationError
 
 
@@ -68,11 +68,6 @@ def _discover(bots_dir: Path) -> tuple[list[Path], list[tuple[Path, str]]]:
     return good, skipped
 
 
-def _player(source: str | Path) -> EnvBot | Any:
-    path = Path(source)
-    return load_env_twin(path) if path.suffix == ".onnx" else load_env_bot(path)
-
-
 def env_round_robin(
     bots_dir: Path, *, pairs: int, seed: int, players: Sequence[str] = ()
 ) -> RoundRobin:
@@ -88,7 +83,7 @@ def env_round_robin(
             loaded.append((RANDOM, RANDOM, None))
             continue
         try:
-            loaded.append((Path(source).stem, source, _player(source)))
+            loaded.append((Path(source).stem, source, load_env_player(Path(source))))
         except BotError as exc:
             if source in players:
                 raise

@@ -248,3 +248,8 @@ def load_env_twin(path: Path) -> EnvTwin:
     except (KeyError, ValueError) as exc:
         raise BotError(f"{path}: metadata env or spaces unreadable ({exc})") from None
     return EnvTwin(session, env, obs, action)
+
+
+def load_env_player(path: Path) -> EnvBot | EnvTwin:
+    """An env bot file, or an env bot's ONNX twin (``.onnx``; refused when stale)."""
+    return load_env_twin(path) if Path(path).suffix.lower() == ".onnx" else load_env_bot(path)

@@ -17,8 +17,7 @@ import numpy as np
 from cosmic_curriculum.defaults import ENV_REPLAY_FPS, ENV_REPLAY_STRIP_FRAMES, REPLAY_GIF_FRAMES
 from cosmic_curriculum.envs.evaluate import step_cap
 from cosmic_curriculum.envs.gymnasium import make_env
-from cosmic_curriculum.envs.onnx_twin import load_env_twin
-from cosmic_curriculum.envs.policy import load_env_bot
+from cosmic_curriculum.envs.onnx_twin import load_env_player
 from cosmic_curriculum.envs.spaces import batch_of
 from cosmic_curriculum.errors import ConfigError, EvaluationError
 
@@ -66,7 +65,7 @@ def render_env_replay(bot_path: Path, out: Path, *, seed: int = 0) -> dict[str, 
     if suffix not in (".gif", ".png"):
         raise EvaluationError(f"--out {out}: name the picture .gif or .png")
     path = Path(bot_path)
-    bot: Any = load_env_twin(path) if path.suffix == ".onnx" else load_env_bot(path)
+    bot = load_env_player(path)
     what = f"env {bot.env.id!r}"
     if bot.env.kwargs.get("render_mode") not in (None, RENDER_MODE):
         raise EvaluationError(f"{path}: its env sets render_mode; replay needs {RENDER_MODE!r}")

@@ -52,7 +52,8 @@ def bot_file(tmp_path: Path, spec: EnvSpec) -> Path:
     return path
 
 
-@pytest.mark.parametrize("suffix", [pytest.param(".gif", marks=pytest.mark.slow), ".png"])
+@pytest.mark.slow
+@pytest.mark.parametrize("suffix", [".gif", ".png"])
 def test_an_episode_is_drawn_with_its_outcome(tmp_path: Path, suffix: str) -> None:
     path = bot_file(tmp_path, LAKE)
     out = tmp_path / f"episode{suffix}"
@@ -65,6 +66,7 @@ def test_an_episode_is_drawn_with_its_outcome(tmp_path: Path, suffix: str) -> No
     assert frames > 1 if suffix == ".gif" else frames == 1
 
 
+@pytest.mark.slow
 def test_the_twin_replays_and_an_arena_reference_is_refused(tmp_path: Path) -> None:
     path = bot_file(tmp_path, LAKE)
     twin = write_env_twin(path)

@@ -91,7 +91,12 @@ def observations(s: EnvSpec, n: int) -> Any:
     return np.clip(np.stack(drawn), -5, 5)  # CartPole's unbounded sides sample huge values
 
 
-@pytest.mark.parametrize("name", list(CASES))
+FAST = {"PPO-dict", "PPO-obs-norm", "SAC", "DQN-onehot"}  # the rest run with the slow tests
+
+
+@pytest.mark.parametrize(
+    "name", [n if n in FAST else pytest.param(n, marks=pytest.mark.slow) for n in CASES]
+)
 def test_the_twin_is_the_greedy_action(name: str, tmp_path: Path) -> None:
     s, build = CASES[name]
     model, venv = build()
@@ -141,3 +146,17 @@ def test_metadata_names_the_inputs_and_spaces(tmp_path: Path) -> None:
     assert meta["inputs"] == "obs.obs,obs.time" == ",".join(i.name for i in proto.graph.input)
     assert json.loads(meta["provenance"])["checkpoint_sha256"] == "ef" * 32
     assert json.loads(meta["action_space"]) == {"type": "Discrete", "n": 4, "start": 0}
+
+
+def test_the_evaluator_plays_a_twin_as_its_bot(tmp_path: Path) -> None:
+    from cosmic_curriculum.envs.evaluate import RANDOM, evaluate_env
+
+    path = tmp_path / "bot.json"
+    save_env_bot(env_bot_from_model(sb3.DQN("MlpPolicy", make_env(CARTPOLE)), CARTPOLE), path)
+    twin = write_env_twin(path)
+    records = [
+        evaluate_env(p, RANDOM, history_path=tmp_path / "h.json", episodes=4, seed=3)
+        for p in (path, twin)
+    ]
+    assert records[0]["returns"] == records[1]["returns"]
+    assert records[0]["wins_a"] == records[1]["wins_a"]

@@ -48,7 +48,9 @@ def samples(space: Any, n: int, seed: int) -> dict[str, np.ndarray]:
     return {k: np.stack([np.asarray(d[k]) for d in drawn]) for k in space.spaces}
 
 
-@pytest.mark.parametrize("algo", ["PPO", "A2C", "DQN"])
+@pytest.mark.parametrize(
+    "algo", ["PPO", *(pytest.param(a, marks=pytest.mark.slow) for a in ("A2C", "DQN"))]
+)
 def test_box_keys_match_predict(algo: str, tmp_path: Path) -> None:
     env = make_env(CARTPOLE)
     model = getattr(sb3, algo)("MultiInputPolicy", env, seed=2, device="cpu")
