@@ -32,7 +32,7 @@ from cosmic_curriculum.defaults import ENV_EVAL_BATCH, ENV_MAX_EPISODE_STEPS
 from cosmic_curriculum.envs.gymnasium import make_env
 from cosmic_curriculum.envs.onnx_twin import EnvTwin, load_env_player
 from cosmic_curriculum.envs.policy import EnvBot
-from cosmic_curriculum.envs.spaces import Space, all_finite, batch_of, batch_size
+from cosmic_curriculum.envs.spaces import all_finite, batch_of, batch_size, same_space
 from cosmic_curriculum.errors import CurriculumError, EvaluationError, TrainerError
 from cosmic_curriculum.workspace.history import append_record
 
@@ -179,13 +179,6 @@ def _reference_player(
     return bot
 
 
-def _key(space: Space) -> Any:
-    # A Dict's keys compare as a set: the bot lists them in its extractor's order.
-    if space.kind == "Dict":
-        return sorted((k, repr(s.to_json())) for k, s in space.parts)
-    return space.to_json()
-
-
 def _check_spaces(bot: EnvBot | EnvTwin, env: Any, path: Path) -> None:
     from cosmic_curriculum.envs.export import space_of
 
@@ -196,7 +189,9 @@ def _check_spaces(bot: EnvBot | EnvTwin, env: Any, path: Path) -> None:
         )
     except TrainerError as exc:
         raise EvaluationError(f"{path}: {exc}") from None
-    if (_key(spaces[0]), _key(spaces[1])) != (_key(bot.observation_space), _key(bot.action_space)):
+    if not (
+        same_space(spaces[0], bot.observation_space) and same_space(spaces[1], bot.action_space)
+    ):
         raise EvaluationError(
             f"{path}: the bot's spaces are not those of its env {bot.env.id!r} as it builds "
             "now; retrain the bot or restore the env's version"

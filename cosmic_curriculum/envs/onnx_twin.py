@@ -30,7 +30,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from cosmic_curriculum.envs.policy import EnvBot, is_env_bot_file, load_env_bot
-from cosmic_curriculum.envs.spaces import Space, batch_size, parse_space
+from cosmic_curriculum.envs.spaces import Space, batch_size, channels_first, parse_space
 from cosmic_curriculum.errors import BotError
 from cosmic_curriculum.system.fsio import atomic_write_bytes
 from cosmic_curriculum.workspace.env_config import EnvSpec
@@ -204,7 +204,8 @@ class EnvTwin:
             if sub.kind == "Discrete":
                 feed[name] = np.asarray(part, dtype=np.int64).reshape(-1)
             else:
-                feed[name] = np.asarray(part, dtype=np.float32).reshape(-1, *sub.shape)
+                array = channels_first(np.asarray(part, dtype=np.float32), sub)
+                feed[name] = array.reshape(-1, *sub.shape)
         if batch_size(obs) == 0:
             return np.zeros((0,))
         (action,) = self.session.run([OUTPUT], feed)
