@@ -191,6 +191,10 @@ WATCH_INTERVAL_SECONDS: Final = 2.0
 LADDER_PAIRS: Final = 20
 # Frames of a `replay` GIF at most (a longer game is sampled evenly).
 REPLAY_GIF_FRAMES: Final = 60
+# Frames of an env bot's `replay` PNG strip (evenly spaced, the last one included).
+ENV_REPLAY_STRIP_FRAMES: Final = 8
+# Frames per second of an env bot's `replay` GIF.
+ENV_REPLAY_FPS: Final = 15
 # What `history export` writes without --format.
 HISTORY_EXPORT_FORMAT: Final = "csv"
 

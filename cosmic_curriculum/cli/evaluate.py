@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -93,7 +93,7 @@ def evaluate_command(
         from cosmic_curriculum.system import fsio
         from cosmic_curriculum.workspace import history
 
-        if is_env_bot_file(Path(candidate)):
+        if is_env_bot_file(Path(candidate)) or _is_env_twin(Path(candidate)):
             _evaluate_env_bots(candidate, reference, episodes, seed, history_path, lock_wait)
             return
         rule = gate_rule_option(gate)
@@ -160,20 +160,37 @@ def _evaluate_env_bots(
 
 @app.command("replay")
 def replay_command(
-    candidate: Annotated[str, typer.Argument(help=f"Plays blue: {BOT_HELP}.")],
-    reference: Annotated[str, typer.Argument(help=f"Plays orange: {BOT_HELP}.")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Picture to write: .png or .gif.")],
-    seed: Annotated[int, typer.Option(help="Seed of the kickoff and the bots' noise.")] = 0,
+    candidate: Annotated[str, typer.Argument(help=f"Plays blue: {BOT_HELP}; or an env bot.")],
+    reference: Annotated[
+        str | None, typer.Argument(help=f"Plays orange: {BOT_HELP} (not for an env bot).")
+    ] = None,
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Picture to write: .png or .gif.")
+    ] = Path("replay.gif"),
+    seed: Annotated[int, typer.Option(help="Seed of the kickoff (episode) and the noise.")] = 0,
     bot_timeout: BotTimeout = BOT_TIMEOUT_SECONDS,
 ) -> None:
-    """Play one match and draw it (top-down and side view of ships and orb)."""
+    """Play one match and draw it (top-down and side view of ships and orb); for an env
+    bot (JSON or its ONNX twin), one episode drawn from the env's rgb_array frames."""
 
     def run() -> None:
         from cosmic_curriculum.bots import as_source
+        from cosmic_curriculum.envs.policy import is_env_bot_file
+        from cosmic_curriculum.errors import ConfigError
         from cosmic_curriculum.evaluation.evaluate import render_replay
         from cosmic_curriculum.system.fsio import check_output_file
 
         check_output_file(out, "--out")
+        if is_env_bot_file(Path(candidate)) or _is_env_twin(Path(candidate)):
+            if reference is not None:
+                raise ConfigError(f"replay {candidate}: an env bot plays alone; drop {reference}")
+            from cosmic_curriculum.envs.replay import render_env_replay
+
+            info = render_env_replay(Path(candidate), out, seed=seed)
+            sys.stdout.write(f"{info['title']}; wrote {info['out']}\n")
+            return
+        if reference is None:
+            raise ConfigError(f"replay {candidate}: an arena match needs REFERENCE, the other bot")
         blue, orange = as_source(candidate, bot_timeout), as_source(reference, bot_timeout)
         info = render_replay(blue, orange, out, seed=seed)
         outcome = {1: "candidate won", -1: "reference won", 0: "draw"}[info["outcome"]]
@@ -213,6 +230,7 @@ def ladder_command(
 
         from cosmic_curriculum.bots import as_source
         from cosmic_curriculum.cli.tables import ladder_table
+        from cosmic_curriculum.envs.ladder import has_env_bots
         from cosmic_curriculum.evaluation.ladder import LADDER_FILES, run_ladder
         from cosmic_curriculum.system.fsio import check_output_dir, check_output_file
 
@@ -220,17 +238,21 @@ def ladder_command(
         for name in LADDER_FILES:
             if (out_dir / name).exists():
                 check_output_file(out_dir / name, "--out-dir")
-        players = [as_source(b, bot_timeout) for b in bot or []]
+        env_ladder = has_env_bots(bots_dir)
+        players = [] if env_ladder else [as_source(b, bot_timeout) for b in bot or []]
         workspace = enclosing_workspace(out_dir)
         with workspace_lock(workspace, lock_wait) if workspace else contextlib.nullcontext():
-            doc = run_ladder(
-                bots_dir,
-                pairs=pairs,
-                out_dir=out_dir,
-                seed=seed,
-                game_from=game_from,
-                players=players,
-            )
+            if env_ladder:
+                doc = _env_ladder(bots_dir, pairs, out_dir, seed, game_from, bot or [])
+            else:
+                doc = run_ladder(
+                    bots_dir,
+                    pairs=pairs,
+                    out_dir=out_dir,
+                    seed=seed,
+                    game_from=game_from,
+                    players=players,
+                )
         console = Console()
         console.print(ladder_table(doc, pairs))
         for skipped in doc["skipped"]:
@@ -239,3 +261,48 @@ def ladder_command(
         console.print(f"wrote {files['table']}, {files['png']}, {files['json']}")
 
     guarded(run)
+
+
+def _is_env_twin(path: Path) -> bool:
+    from cosmic_curriculum.envs.policy import is_env_bot_file
+
+    # An .onnx next to an env bot JSON of its name is that bot's twin.
+    return path.suffix == ".onnx" and is_env_bot_file(path.with_suffix(".json"))
+
+
+def _env_ladder(
+    bots_dir: Path,
+    pairs: int,
+    out_dir: Path,
+    seed: int,
+    game_from: Path | None,
+    players: list[str],
+) -> dict[str, Any]:
+    """The round robin of a directory of env bots (docs/ENVIRONMENTS.md)."""
+    from cosmic_curriculum.envs.evaluate import RANDOM
+    from cosmic_curriculum.envs.ladder import env_round_robin
+    from cosmic_curriculum.errors import ConfigError
+    from cosmic_curriculum.evaluation.ladder import ladder_document, write_ladder
+
+    if game_from is not None:
+        raise ConfigError(f"--game-from {game_from}: env bots play their own env; drop it")
+    rr = env_round_robin(bots_dir, pairs=pairs, seed=seed, players=players)
+    base = {
+        "kind": "env",
+        "pairing": "paired episode seeds",
+        "env": rr.env,
+        "mean_returns": rr.mean_returns,
+    }
+    doc = ladder_document(
+        rr.names,
+        rr.paths,
+        rr.games,
+        rr.points,
+        rr.wins,
+        pairs=pairs,
+        seed=seed,
+        base=base,
+        anchor=RANDOM,
+    )
+    doc["skipped"] = [{"path": str(p), "reason": why} for p, why in rr.skipped]
+    return write_ladder(doc, out_dir)

@@ -22,18 +22,25 @@ app.add_typer(history_app, name="history")
 
 @app.command("export-onnx")
 def export_onnx_command(
-    bot: Annotated[Path, typer.Argument(help="MLP bot JSON to convert.")],
+    bot: Annotated[Path, typer.Argument(help="MLP bot or env bot JSON to convert.")],
     out: Annotated[
         Path | None,
         typer.Option("--out", "-o", help="ONNX file to write [default: BOT with .onnx]."),
     ] = None,
 ) -> None:
-    """Convert an MLP bot file to ONNX (obs [batch, 43] -> action [batch, 6]) for games."""
+    """Convert a bot file to ONNX for games: an MLP bot (obs [batch, 43] -> action
+    [batch, 6]) or an env bot (its greedy action; docs/BOT_FORMAT.md)."""
 
     def run() -> None:
         from cosmic_curriculum.bots.onnx_model import write_onnx
+        from cosmic_curriculum.envs.policy import is_env_bot_file
 
-        written = write_onnx(bot, out)
+        if is_env_bot_file(bot):
+            from cosmic_curriculum.envs.onnx_twin import write_env_twin
+
+            written = write_env_twin(bot, out)
+        else:
+            written = write_onnx(bot, out)
         sys.stdout.write(f"wrote {written}\n")
 
     guarded(run)

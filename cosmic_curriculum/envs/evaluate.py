@@ -11,7 +11,8 @@ cut at the step cap (the env's own TimeLimit, else ``ENV_MAX_EPISODE_STEPS``) fa
 The record also holds ``successes``, ``returns`` (the candidate's, one per episode) and
 the ``seeds``, so the threshold gate judges it too.
 
-A reference is another env bot file or ``random`` (uniform over the action space,
+Candidate and reference are env bot files (or their ONNX twins); a reference may be
+``random`` (uniform over the action space,
 seeded). An env that raises or returns a non-finite observation is one line, and no
 record is written.
 """
@@ -29,8 +30,9 @@ import numpy as np
 
 from cosmic_curriculum.defaults import ENV_EVAL_BATCH, ENV_MAX_EPISODE_STEPS
 from cosmic_curriculum.envs.gymnasium import make_env
-from cosmic_curriculum.envs.policy import EnvBot, load_env_bot
-from cosmic_curriculum.envs.spaces import Space, all_finite, batch_of, batch_size
+from cosmic_curriculum.envs.onnx_twin import EnvTwin, load_env_player
+from cosmic_curriculum.envs.policy import EnvBot
+from cosmic_curriculum.envs.spaces import all_finite, batch_of, batch_size, same_space
 from cosmic_curriculum.errors import CurriculumError, EvaluationError, TrainerError
 from cosmic_curriculum.workspace.history import append_record
 
@@ -78,7 +80,7 @@ def step_cap(env: Any) -> int:
 class EnvRunner:
     """Slots of one env spec, stepping a batch of episodes together."""
 
-    def __init__(self, bot: EnvBot, slots: int, success_return: float | None) -> None:
+    def __init__(self, bot: EnvBot | EnvTwin, slots: int, success_return: float | None) -> None:
         self.name = bot.env.id or "?"
         self.envs = [make_env(bot.env) for _ in range(slots)]
         self.cap = step_cap(self.envs[0])
@@ -163,11 +165,11 @@ def _sha256(path: Path) -> str:
 
 
 def _reference_player(
-    reference: Path | str, candidate: EnvBot, runner: EnvRunner, seed: int
+    reference: Path | str, candidate: EnvBot | EnvTwin, runner: EnvRunner, seed: int
 ) -> Player:
     if str(reference) == RANDOM:
         return RandomPlayer(runner.envs[0].action_space, seed)
-    bot = load_env_bot(Path(reference))
+    bot = load_env_player(Path(reference))
     for what in ("observation_space", "action_space"):
         if getattr(bot, what).to_json() != getattr(candidate, what).to_json():
             raise EvaluationError(
@@ -177,14 +179,7 @@ def _reference_player(
     return bot
 
 
-def _key(space: Space) -> Any:
-    # A Dict's keys compare as a set: the bot lists them in its extractor's order.
-    if space.kind == "Dict":
-        return sorted((k, repr(s.to_json())) for k, s in space.parts)
-    return space.to_json()
-
-
-def _check_spaces(bot: EnvBot, env: Any, path: Path) -> None:
+def _check_spaces(bot: EnvBot | EnvTwin, env: Any, path: Path) -> None:
     from cosmic_curriculum.envs.export import space_of
 
     try:
@@ -194,7 +189,9 @@ def _check_spaces(bot: EnvBot, env: Any, path: Path) -> None:
         )
     except TrainerError as exc:
         raise EvaluationError(f"{path}: {exc}") from None
-    if (_key(spaces[0]), _key(spaces[1])) != (_key(bot.observation_space), _key(bot.action_space)):
+    if not (
+        same_space(spaces[0], bot.observation_space) and same_space(spaces[1], bot.action_space)
+    ):
         raise EvaluationError(
             f"{path}: the bot's spaces are not those of its env {bot.env.id!r} as it builds "
             "now; retrain the bot or restore the env's version"
@@ -218,7 +215,7 @@ def evaluate_env(
     decided), append one record to ``history_path`` and return it as stored."""
     if episodes < 1:
         raise EvaluationError(f"episodes {episodes}: an evaluation plays at least 1 episode")
-    bot = load_env_bot(candidate)
+    bot = load_env_player(candidate)
     seeds = episode_seeds(seed, episodes)
     try:
         runner = EnvRunner(bot, min(ENV_EVAL_BATCH, episodes), success_return)
@@ -235,7 +232,7 @@ def evaluate_env(
             chunk = seeds[start : start + ENV_EVAL_BATCH]
             mine += runner.play(bot, chunk, deterministic, rng_a)
             theirs += runner.play(other, chunk, deterministic, rng_b)
-            record = _counts(mine, theirs)
+            record = pair_counts(mine, theirs)
             if on_progress is not None:
                 on_progress(len(mine), episodes)
             if stop is not None and len(mine) < episodes and stop(record):
@@ -266,7 +263,7 @@ def evaluate_env(
     return append_record(history_path, record)
 
 
-def _counts(mine: list[Episode], theirs: list[Episode]) -> dict[str, Any]:
+def pair_counts(mine: list[Episode], theirs: list[Episode]) -> dict[str, Any]:
     wins_a = sum(a.total > b.total for a, b in zip(mine, theirs, strict=True))
     wins_b = sum(b.total > a.total for a, b in zip(mine, theirs, strict=True))
     return {

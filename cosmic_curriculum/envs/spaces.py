@@ -54,8 +54,16 @@ class Space:
         if self.kind == "Discrete":
             index = np.asarray(obs, dtype=np.int64).reshape(-1)  # SB3 one-hot from 0
             return np.eye(self.n, dtype=np.float64)[index]
-        array = np.asarray(obs, dtype=np.float64).reshape(-1, self.size)
+        array = channels_first(np.asarray(obs, dtype=np.float64), self)
+        array = array.reshape(-1, self.size)
         return array * scale if scale != 1.0 else array
+
+    def transposed_image(self) -> tuple[int, ...] | None:
+        """A channel-first image's channel-last shape (what the env gives when SB3's
+        VecTransposeImage wrapped it); ``None`` for any other space."""
+        if self.kind != "Box" or len(self.shape) != 3 or self.dtype != "uint8":
+            return None
+        return (self.shape[1], self.shape[2], self.shape[0])
 
     def to_json(self) -> dict[str, Any]:
         if self.kind == "Dict":
@@ -70,6 +78,35 @@ class Space:
             "low": _finite_list(self.low),
             "high": _finite_list(self.high),
         }
+
+
+def channels_first(batch: Any, space: Space) -> Any:
+    """A batch of channel-last images as the channel-first ones the policy reads, as SB3's
+    ``predict`` transposes them (``maybe_transpose``); anything else unchanged."""
+    hwc = space.transposed_image()
+    array = np.asarray(batch)
+    if hwc is not None and hwc != space.shape and array.shape[1:] == hwc:
+        return np.transpose(array, (0, 3, 1, 2))
+    return batch
+
+
+def same_space(env: Space, bot: Space) -> bool:
+    """Whether an env's space is the one a bot plays: a Dict's keys in any order, a
+    channel-last image for a channel-first one (SB3 transposed it in training)."""
+    if env.kind == "Dict" and bot.kind == "Dict":
+        mine, theirs = dict(env.parts), dict(bot.parts)
+        return mine.keys() == theirs.keys() and all(same_space(mine[k], theirs[k]) for k in mine)
+    if env.to_json() == bot.to_json():
+        return True
+    hwc = bot.transposed_image()
+    if hwc is None or env.shape != hwc or env.dtype != bot.dtype:
+        return False
+    assert env.low is not None and env.high is not None
+    assert bot.low is not None and bot.high is not None
+    order = np.arange(bot.size).reshape(bot.shape).transpose(1, 2, 0).reshape(-1)
+    return bool(
+        np.array_equal(env.low, bot.low[order]) and np.array_equal(env.high, bot.high[order])
+    )
 
 
 def _finite_list(values: FloatArray) -> list[float | None]:

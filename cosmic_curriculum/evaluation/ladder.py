@@ -5,7 +5,9 @@ Elo scale, a draw counting half a win), with one virtual draw added to every pai
 a weak prior so that a clean sweep still gives a finite rating. The 95% error bars come
 from the inverse of the observed information (the Hessian of the log-likelihood).
 Ratings are relative to ``rookie`` when it takes part (its rating is 0 by definition and
-its error bar is 0), otherwise to the mean of all bots.
+its error bar is 0), otherwise to the mean of all bots. ``ladder_document`` and
+``write_ladder`` also rate and write env bots' round robins (``envs/ladder.py`` plays
+them; their anchor is ``random``).
 
 All games are played under one game: the defaults, or ``game_from``'s recorded
 settings, so every bot faces the same rules.
@@ -50,6 +52,7 @@ def fit_elo(
     points: NDArray[np.float64],
     names: list[str],
     prior_draws: float = 1.0,
+    anchor_name: str = ANCHOR,
 ) -> EloFit:
     """Maximum-likelihood Elo ratings from a round robin.
 
@@ -77,7 +80,7 @@ def fit_elo(
         if np.max(np.abs(step)) < 1e-9:
             break
     cov = np.linalg.pinv(info)
-    anchor = ANCHOR if ANCHOR in names else None
+    anchor = anchor_name if anchor_name in names else None
     if anchor is not None:
         a = names.index(anchor)
         r = r - r[a]
@@ -155,7 +158,27 @@ def run_ladder(
             games[i, j] = games[j, i] = o.size
             points[i, j], points[j, i] = w + d / 2, l_ + d / 2
             wins[i, j], wins[j, i] = w, l_
-    fit = fit_elo(games, points, names)
+    base = {"game": game.model_dump()}
+    doc = ladder_document(names, paths, games, points, wins, pairs=pairs, seed=seed, base=base)
+    doc["skipped"] = [{"path": str(p), "reason": why} for p, why in skipped]
+    return write_ladder(doc, out_dir)
+
+
+def ladder_document(
+    names: list[str],
+    paths: Sequence[Any],
+    games: NDArray[np.float64],
+    points: NDArray[np.float64],
+    wins: NDArray[np.int64],
+    *,
+    pairs: int,
+    seed: int,
+    base: dict[str, Any],
+    anchor: str = ANCHOR,
+) -> dict[str, Any]:
+    """The ladder's JSON document from a round robin's results (``wins[i, j]``: games i
+    won against j); ``base`` adds what the games were played under."""
+    fit = fit_elo(games, points, names, anchor_name=anchor)
     order = np.argsort(-fit.ratings, kind="stable")
     rows = []
     for rank, i in enumerate(order, start=1):
@@ -182,12 +205,18 @@ def run_ladder(
         "pairs_per_match": pairs,
         "seed": seed,
         "anchor": fit.anchor,
-        "game": game.model_dump(),
+        **base,
         "ratings": rows,
         "points": points.tolist(),
         "games": games.astype(int).tolist(),
-        "skipped": [{"path": str(p), "reason": why} for p, why in skipped],
+        "skipped": [],
     }
+    return doc
+
+
+def write_ladder(doc: dict[str, Any], out_dir: Path) -> dict[str, Any]:
+    """``ladder.json``, ``ladder.md`` and ``ladder.png`` into ``out_dir``; ``doc`` plus
+    ``files``."""
     out_dir = Path(out_dir)
     files = {
         key: out_dir / name
@@ -203,7 +232,8 @@ def run_ladder(
 def markdown_table(doc: dict[str, Any]) -> str:
     anchor = doc["anchor"] or "the mean"
     lines = [
-        f"# Ladder ({doc['pairs_per_match']} seat-swapped pairs per match, seed {doc['seed']})",
+        f"# Ladder ({doc['pairs_per_match']} {doc.get('pairing', 'seat-swapped pairs')} per "
+        f"match, seed {doc['seed']})",
         "",
         f"Elo relative to {anchor}; ± is the 95% error of the joint maximum-likelihood fit.",
         "",
@@ -240,7 +270,8 @@ def _plot(doc: dict[str, Any], out: Path) -> None:
     ax.axvline(0.0, color="0.8", lw=1, zorder=0)
     anchor = doc["anchor"] or "mean"
     ax.set_xlabel(f"Elo relative to {anchor} (95% error bars)")
-    ax.set_title(f"Round robin, {doc['pairs_per_match']} pairs per match")
+    pairing = doc.get("pairing", "pairs")
+    ax.set_title(f"Round robin, {doc['pairs_per_match']} {pairing} per match")
     ax.grid(axis="x", alpha=0.3)
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=110)

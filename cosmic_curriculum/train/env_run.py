@@ -34,6 +34,7 @@ from cosmic_curriculum.defaults import (
 )
 from cosmic_curriculum.envs.algos import algo_class, check_action_space, choose_policy
 from cosmic_curriculum.envs.export import env_bot_from_model
+from cosmic_curriculum.envs.onnx_twin import write_twin_or_warn
 from cosmic_curriculum.envs.policy import save_env_bot
 from cosmic_curriculum.errors import ConfigError
 from cosmic_curriculum.progress import format_progress
@@ -221,6 +222,7 @@ def train_env(settings: EnvTrainSettings) -> int:
     assert bot.provenance is not None
     bot.provenance["resumed_from"] = None if resume is None else layout.rel(resume)
     save_env_bot(bot, layout.bot(settings.experiment))
+    write_twin_or_warn(layout.bot(settings.experiment))  # bots/EXPERIMENT.onnx
     print(
         f"trained {settings.experiment}: {int(model.num_timesteps)} timesteps, "
         f"{layout.rel(layout.bot(settings.experiment))}",

@@ -48,7 +48,9 @@ def samples(space: Any, n: int, seed: int) -> dict[str, np.ndarray]:
     return {k: np.stack([np.asarray(d[k]) for d in drawn]) for k in space.spaces}
 
 
-@pytest.mark.parametrize("algo", ["PPO", "A2C", "DQN"])
+@pytest.mark.parametrize(
+    "algo", ["PPO", *(pytest.param(a, marks=pytest.mark.slow) for a in ("A2C", "DQN"))]
+)
 def test_box_keys_match_predict(algo: str, tmp_path: Path) -> None:
     env = make_env(CARTPOLE)
     model = getattr(sb3, algo)("MultiInputPolicy", env, seed=2, device="cpu")
@@ -143,3 +145,37 @@ def test_a_dict_space_is_written_in_extractor_order(tmp_path: Path) -> None:
         ("obs", "Discrete"),
         ("time", "Box"),
     ]
+
+
+class RgbEnv(gymnasium.Env):
+    """Channel-last RGB images: SB3 transposes them to channel-first for the policy."""
+
+    observation_space = gymnasium.spaces.Box(0, 255, (10, 8, 3), np.uint8)
+    action_space = gymnasium.spaces.Discrete(3)
+
+    def reset(self, *, seed: int | None = None, options: Any = None) -> Any:
+        super().reset(seed=seed)
+        return self.observation_space.sample(), {}
+
+    def step(self, action: Any) -> Any:
+        return self.observation_space.sample(), float(action), True, False, {}
+
+
+def test_channel_last_images_are_transposed_as_predict_does(tmp_path: Path) -> None:
+    from cosmic_curriculum.envs.onnx_twin import load_env_twin, write_env_twin
+
+    if "RgbEnv-v0" not in gymnasium.envs.registration.registry:
+        gymnasium.register(id="RgbEnv-v0", entry_point=RgbEnv)
+    s = EnvSpec(kind="gymnasium", id="RgbEnv-v0")
+    model = sb3.PPO("MlpPolicy", make_env(s), n_steps=32, batch_size=32, seed=0, device="cpu")
+    assert model.policy.observation_space.shape == (3, 10, 8)
+    path = tmp_path / "bot.json"
+    save_env_bot(env_bot_from_model(model, s), path)
+    bot = load_env_bot(path)
+    obs = np.stack([RgbEnv.observation_space.sample() for _ in range(300)])
+    expected = model.predict(obs, deterministic=True)[0]
+    assert np.array_equal(bot.act(obs), expected)
+    assert np.array_equal(load_env_twin(write_env_twin(path)).act(obs), expected)
+    # The env's channel-last space is the one the bot plays.
+    record = evaluate_env(path, RANDOM, history_path=tmp_path / "h.jsonl", episodes=3, seed=0)
+    assert record["episodes"] == 3

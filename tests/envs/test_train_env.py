@@ -12,12 +12,14 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 pytest.importorskip("gymnasium")
 pytest.importorskip("stable_baselines3")
 
 from cosmic_curriculum.envs.evaluate import RANDOM, evaluate_env
+from cosmic_curriculum.envs.onnx_twin import load_env_twin
 from cosmic_curriculum.envs.policy import load_env_bot
 from cosmic_curriculum.progress import parse_progress_line
 from cosmic_curriculum.workspace.env_config import EnvSpec
@@ -48,6 +50,9 @@ def test_train_env_writes_a_bot_that_beats_random(tmp_path: Path) -> None:
     assert bot.env == LAKE and bot.provenance is not None
     assert bot.provenance["algo"] == "PPO" and bot.provenance["timesteps"] >= 40000
     assert len(bot.provenance["checkpoint_sha256"]) == 64
+    twin = load_env_twin(tmp_path / "bots" / "lake.onnx")  # written next to the bot
+    states = np.arange(16)
+    assert np.array_equal(twin.act(states), bot.act(states))
     record = evaluate_env(
         tmp_path / "bots" / "lake.json",
         RANDOM,
