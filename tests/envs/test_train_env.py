@@ -102,3 +102,54 @@ def test_bad_options_are_one_line(tmp_path: Path) -> None:
         out, _ = proc.communicate(timeout=120)
         assert proc.returncode == 2, out
         assert needle in out and len(out.strip().splitlines()) == 1, out
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        ({}, {"policy_kwargs": {"optimizer_kwargs": {"foreach": True}}}),
+        (
+            {"n_steps": 32, "policy_kwargs": {"net_arch": [32]}},
+            {
+                "n_steps": 32,
+                "policy_kwargs": {"net_arch": [32], "optimizer_kwargs": {"foreach": True}},
+            },
+        ),
+        (
+            {"policy_kwargs": {"optimizer_kwargs": {"eps": 1e-5}}},
+            {"policy_kwargs": {"optimizer_kwargs": {"foreach": True, "eps": 1e-5}}},
+        ),
+        (  # the caller's choice stands
+            {"policy_kwargs": {"optimizer_kwargs": {"foreach": False}}},
+            {"policy_kwargs": {"optimizer_kwargs": {"foreach": False}}},
+        ),
+        ({"policy_kwargs": [1]}, {"policy_kwargs": [1]}),  # left for the algorithm to refuse
+        ({"policy_kwargs": {"optimizer_kwargs": 3}}, {"policy_kwargs": {"optimizer_kwargs": 3}}),
+    ],
+)
+def test_the_optimizer_steps_all_tensors_at_once_unless_told(
+    given: dict[str, object], expected: dict[str, object]
+) -> None:
+    from cosmic_curriculum.train.env_run import with_foreach_optimizer
+
+    assert with_foreach_optimizer(given) == expected
+
+
+def test_a_new_model_steps_its_optimizer_with_foreach(
+    tmp_path: Path,
+) -> None:
+    from cosmic_curriculum.train.env_run import _new_model, _vec_env, parse_settings
+
+    settings = parse_settings(
+        "lake",
+        timesteps=64,
+        env=LAKE.to_argument(),
+        resume=None,
+        seed=0,
+        algo="PPO",
+        hyperparams='{"n_steps": 8, "batch_size": 16}',
+        workspace=tmp_path,
+    )
+    model = _new_model(settings, _vec_env(settings))
+    assert model.policy.optimizer.defaults["foreach"] is True
+    assert model.n_steps == 8
