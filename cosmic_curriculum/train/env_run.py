@@ -137,7 +137,6 @@ def _new_model(settings: EnvTrainSettings, venv: Any) -> Any:
     if settings.algo == "PPO":
         params["n_steps"] = ENV_PPO_N_STEPS
     params.update(settings.hyperparams)
-    params = with_foreach_optimizer(params)
     try:
         return _algo_class(settings.algo)(
             policy, venv, seed=settings.seed, device="cpu", verbose=0, **params
@@ -147,26 +146,6 @@ def _new_model(settings: EnvTrainSettings, venv: Any) -> Any:
             f"--hyperparams {json.dumps(settings.hyperparams)} are refused by "
             f"{settings.algo} ({' '.join(str(exc).split())}); fix --hyperparams"
         ) from None
-
-
-def with_foreach_optimizer(params: dict[str, Any]) -> dict[str, Any]:
-    """``params`` with ``policy_kwargs.optimizer_kwargs.foreach = True`` unless set.
-
-    The same Adam (or RMSprop) update, applied to all of a small MLP's tensors in one
-    call instead of one Python loop per tensor (torch picks it on CUDA only): about a
-    tenth of PPO's update time on CPU. Other values the caller gave are kept."""
-    policy_kwargs = params.get("policy_kwargs")
-    if policy_kwargs is None:
-        policy_kwargs = {}
-    if not isinstance(policy_kwargs, dict):
-        return params  # the algorithm reports it
-    optimizer_kwargs = policy_kwargs.get("optimizer_kwargs")
-    if optimizer_kwargs is None:
-        optimizer_kwargs = {}
-    if not isinstance(optimizer_kwargs, dict):
-        return params
-    optimizer_kwargs = {"foreach": True, **optimizer_kwargs}
-    return {**params, "policy_kwargs": {**policy_kwargs, "optimizer_kwargs": optimizer_kwargs}}
 
 
 def _loaded_model(settings: EnvTrainSettings, venv: Any, path: Path) -> Any:
@@ -242,10 +221,6 @@ def train_env(settings: EnvTrainSettings) -> int:
         import torch
 
         torch.set_num_threads(TORCH_THREADS)  # robust on shared cores
-        # Checking every action distribution's arguments costs ~5% of training; a
-        # diverged policy still fails: sampling refuses NaN probabilities, the export
-        # non-finite weights.
-        torch.distributions.Distribution.set_default_validate_args(False)
         venv = _vec_env(settings)
         resume = settings.resume
         if resume is not None and not resume.is_absolute():
