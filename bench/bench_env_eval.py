@@ -31,6 +31,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import stable_baselines3
@@ -49,7 +50,7 @@ from cosmic_curriculum.workspace.env_config import EnvSpec
 
 SPEC = EnvSpec(kind="gymnasium", id="CartPole-v1")
 # rl-zoo3's hyperparams/ppo.yml entry for CartPole-v1 (lin_0.001 and lin_0.2 as constants)
-PPO_CARTPOLE = {
+PPO_CARTPOLE: dict[str, Any] = {
     "n_steps": 32,
     "batch_size": 256,
     "gae_lambda": 0.8,

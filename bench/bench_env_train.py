@@ -1,7 +1,8 @@
 """Training throughput of `cosmic-curriculum train-env` against rl-zoo3's `train.py`.
 
     .venv/bin/python bench/bench_env_train.py [--rounds 3] [--timesteps 10240]
-        [--cases ppo-cartpole,a2c-cartpole] [--seed 0]
+        [--cases ppo-cartpole,a2c-cartpole] [--seed 0] [--sides ours,rl-zoo3 lean,...]
+        [--before DIR]
 
 Needs the ``bench`` extra (rl-zoo3). Side by side in one run, per case: the same env and
 rl-zoo3's own tuned hyperparameters, read from the installed rl-zoo3's
@@ -52,6 +53,7 @@ import yaml
 CASES = {"ppo-cartpole": ("ppo", "CartPole-v1"), "a2c-cartpole": ("a2c", "CartPole-v1")}
 N_ENVS = 8  # train-env's make_vec_env(n_envs=8); the zoo entries used here say the same
 NOT_ALGO_ARGS = ("n_envs", "n_timesteps", "policy")
+SIDES = ("ours", "rl-zoo3 as run", "rl-zoo3 lean")
 
 
 @dataclass(frozen=True)
@@ -184,6 +186,12 @@ def main() -> None:
     parser.add_argument("--cases", default=",".join(CASES))
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
+        "--sides",
+        default=",".join(SIDES),
+        help="which of the sides to run, comma-separated (rl-zoo3 as run is the slow one "
+        "on a busy machine)",
+    )
+    parser.add_argument(
         "--before",
         metavar="DIR",
         help="also run train-env from another checkout of the project (e.g. a `git "
@@ -200,7 +208,11 @@ def main() -> None:
         f"stable-baselines3 {stable_baselines3.__version__}), load average "
         f"{os.getloadavg()[0]:.1f}, {args.timesteps} timesteps, {args.rounds} rounds"
     )
-    sides = ("ours", "rl-zoo3 as run", "rl-zoo3 lean", *(["ours before"] if args.before else []))
+    sides = tuple(s for s in args.sides.split(",") if s in SIDES) + (
+        ("ours before",) if args.before else ()
+    )
+    if "ours" not in sides or len(sides) < 2:
+        parser.error(f"--sides {args.sides!r}: name ours and at least one of {SIDES[1:]}")
     for case in args.cases.split(","):
         algo, env_id = CASES[case]
         params = zoo_hyperparams(algo, env_id)
