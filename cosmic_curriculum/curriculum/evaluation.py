@@ -38,6 +38,9 @@ from cosmic_curriculum.system.clock import utc_now
 from cosmic_curriculum.workspace import history
 from cosmic_curriculum.workspace.state import Attempt, Candidate
 
+# Tells an evaluation_command the gate's `deterministic` (docs/ENVIRONMENTS.md).
+DETERMINISTIC_ENV = "COSMIC_CURRICULUM_EVAL_DETERMINISTIC"
+
 
 def evaluate(run: Run) -> None:
     """``trained`` → ``evaluated`` with the record's id saved."""
@@ -259,6 +262,7 @@ def _env_evaluation(
             episodes=episodes,
             seed=seed,
             success_return=settings.success_return,
+            deterministic=settings.deterministic,
             stop=None if settings.rule == "margin" else decided,
             on_progress=progress,
             extra={**extra, **labels},
@@ -308,6 +312,7 @@ def _external_evaluation(
             argv,
             tag=run.paths.attempt_tag(experiment, "evaluate"),
             launch_id=_evaluation_launch_id(run, experiment, k) if remote else "",
+            env={DETERMINISTIC_ENV: "1" if settings.deterministic else "0"},
         )
         try:
             handle = launcher.start(spec)

@@ -11,6 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from cosmic_curriculum.defaults import (
+    ENV_EVAL_DETERMINISTIC,
     EVAL_EPISODES,
     GATE_RULE,
     REGRESSION_MARGIN,
@@ -113,6 +114,12 @@ class GateSettings(BaseModel):
         description="Gymnasium stages: an episode without info['is_success'] succeeds when "
         "its return reaches this (unset: when it is > 0).",
     )
+    deterministic: bool = Field(
+        ENV_EVAL_DETERMINISTIC,
+        description="Gymnasium stages: the bots take their most likely action (true) or "
+        "sample from their policy (false); an evaluation_command gets it as "
+        "COSMIC_CURRICULUM_EVAL_DETERMINISTIC=1 or 0.",
+    )
     # Declared last: its check reads rule, measure and delta (validated before it).
     target: float | None = Field(
         None,
@@ -155,4 +162,6 @@ class GateSettings(BaseModel):
         exclude = set() if self.rule == "threshold" else set(THRESHOLD_FIELDS)
         if self.success_return is None:  # unset: the hashes of gates before the key stay
             exclude.add("success_return")
+        if "deterministic" not in self.model_fields_set:  # likewise: only when written
+            exclude.add("deterministic")
         return self.model_dump(exclude=exclude)
