@@ -229,7 +229,8 @@ def _env_evaluation(
     k: int | None,
 ) -> dict[str, Any]:
     """The built-in evaluator of a Gymnasium stage; the gate judges its record after
-    (margin plays its episodes, sprt and threshold stop once they have decided)."""
+    (margin alone plays its episodes; sprt, threshold and several rules stop once the
+    gate has decided: any rule failed, or all passed)."""
     from cosmic_curriculum.envs.evaluate import RANDOM, evaluate_env
     from cosmic_curriculum.errors import EvaluationError
     from cosmic_curriculum.evaluation.gate import decide
@@ -240,7 +241,7 @@ def _env_evaluation(
         played = reference
     else:
         raise BotError(f"reference {reference}: a program cannot play a Gymnasium stage")
-    episodes = settings.episodes if settings.rule == "margin" else settings.max_episodes
+    episodes = settings.planned_episodes
 
     def decided(counts: dict[str, Any]) -> bool:
         wins = (counts["wins_a"], counts["wins_b"], counts["draws"])
@@ -263,7 +264,7 @@ def _env_evaluation(
             seed=seed,
             success_return=settings.success_return,
             deterministic=settings.deterministic,
-            stop=None if settings.rule == "margin" else decided,
+            stop=None if settings.rules == ("margin",) else decided,
             on_progress=progress,
             extra={**extra, **labels},
         )
