@@ -7,7 +7,7 @@ object mapping a candidate bot's stem (experiment name) or ``"*"`` to ``"pass"``
 ``"fail"``, ``"boundary"`` (a gap of exactly the 0.15 margin: a fail), ``"error"``
 (exit 4 without a record), explicit ``[wins_a, wins_b, draws]`` or an object of keys
 added to the record (``{"successes": 1}``: counts the margin rule passes, and what the
-threshold gate reads); ``"<stem>#<n>"`` is
+threshold gate reads; ``"drop": [keys]`` leaves those keys out); ``"<stem>#<n>"`` is
 the outcome of that candidate's n-th evaluation (from 1) and comes first. ``"sleep"``
 (seconds) delays the evaluation. Each run appends ``{candidate, reference, argv,
 deterministic}`` (the last from ``COSMIC_CURRICULUM_EVAL_DETERMINISTIC``) to
@@ -61,17 +61,17 @@ def main() -> int:
     draws = episodes - wins_a - wins_b
     path = Path("eval_history.json")
     records = json.loads(path.read_text()) if path.exists() else []
-    records.append(
-        {
-            "wins_a": wins_a,
-            "wins_b": wins_b,
-            "draws": draws,
-            "episodes": episodes,
-            "candidate": candidate,
-            "reference": reference,
-        }
-        | (outcome if isinstance(outcome, dict) else {})
-    )
+    record = {
+        "wins_a": wins_a,
+        "wins_b": wins_b,
+        "draws": draws,
+        "episodes": episodes,
+        "candidate": candidate,
+        "reference": reference,
+    } | (outcome if isinstance(outcome, dict) else {})
+    for key in record.pop("drop", []):  # e.g. a threshold record without wins/draws
+        record.pop(key, None)
+    records.append(record)
     tmp = path.with_name(".eval_history.json.tmp-fake")
     tmp.write_text(json.dumps(records, indent=2) + "\n")
     os.replace(tmp, path)
