@@ -19,6 +19,7 @@ from cosmic_curriculum.core.rules import (
     own_record,
 )
 from cosmic_curriculum.curriculum.context import Run
+from cosmic_curriculum.curriculum.eval_stream import EpisodeStream
 from cosmic_curriculum.curriculum.launch import indent, logged_spec
 from cosmic_curriculum.curriculum.resume import (
     BuiltinBot,
@@ -287,6 +288,7 @@ def _external_evaluation(
     assert run.config.evaluation_command is not None
     remote = run.config.launcher.evaluate_remote
     handle = _remote_evaluation(run, experiment, k) if remote else None
+    stream: EpisodeStream | None = None
     if handle is not None:
         run.reporter.info(f"{experiment}: following its evaluation job, started by an earlier run")
         before = _holder(run, k).history_before or 0
@@ -294,6 +296,14 @@ def _external_evaluation(
     else:
         before = len(history.load(run.paths.history))
         run.record(t.EvaluationStarted(before, k, utc_now() if remote else None))
+        if not remote and settings.rules != ("margin",):  # a sequential rule may stop it
+            stream = EpisodeStream(
+                run.paths.eval_stream(experiment),
+                run.paths.eval_stop(experiment),
+                settings,
+                settings.episodes,
+                run.reporter.warning,
+            )
         argv = [
             *run.resolve_program(run.config.evaluation_command),
             run.rel(candidate),
@@ -313,21 +323,31 @@ def _external_evaluation(
             argv,
             tag=run.paths.attempt_tag(experiment, "evaluate"),
             launch_id=_evaluation_launch_id(run, experiment, k) if remote else "",
-            env={DETERMINISTIC_ENV: "1" if settings.deterministic else "0"},
+            env={
+                DETERMINISTIC_ENV: "1" if settings.deterministic else "0",
+                **(stream.env() if stream is not None else {}),
+            },
         )
         try:
             handle = launcher.start(spec)
         except LaunchError as exc:
+            if stream is not None:
+                stream.close()
             run.record(t.EvaluationFailed(f"evaluation job could not be submitted: {exc}", k))
             fault = f"the evaluation job could not be submitted ({exc})"
             raise EvaluationFailedError(experiment, fault, run.command()) from None
     log_path = run.paths.log(experiment)
-    outcome = watch(
-        launcher,
-        handle,
-        timeout=run.opts.attempt_timeout,
-        grace=run.opts.grace_seconds,
-    )
+    try:
+        outcome = watch(
+            launcher,
+            handle,
+            on_poll=None if stream is None else stream.poll,
+            timeout=run.opts.attempt_timeout,
+            grace=run.opts.grace_seconds,
+        )
+    finally:
+        if stream is not None:
+            stream.close()
     if outcome.returncode != 0 or outcome.timed_out:
         tail = runner.tail_text(log_path, lines=8)
         run.record(

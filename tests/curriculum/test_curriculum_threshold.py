@@ -56,15 +56,6 @@ def test_threshold_passes_a_bot_that_reached_the_target(ws: Path) -> None:
     assert "20/20 successes" in line and "10-8-2/20" not in line
 
 
-def test_an_evaluation_command_is_told_whether_the_gate_samples(ws: Path) -> None:
-    set_scripts(ws, eval_script={"*": {"successes": 20}})
-    with (ws / "stages.toml").open("a") as fh:
-        fh.write("deterministic = false\n")
-    run(ws)
-    evals = [json.loads(line) for line in (ws / "fake_evals.jsonl").read_text().splitlines()]
-    assert [e["deterministic"] for e in evals] == ["0"]
-
-
 def test_return_measure_is_refused_for_the_built_in_evaluator(tmp_path: Path) -> None:
     path = make_workspace(tmp_path / "ws", stages=["score"], external_eval=False)
     # the built-in evaluator's preflight reads a real reference bot first
@@ -138,3 +129,22 @@ def test_every_rule_must_pass_and_each_verdict_is_shown(both: Path) -> None:
     assert "2-12-6/20" in table and "20/20 successes" in table
     report = (both / "REPORT.md").read_text()
     assert "fail (threshold: pass, sprt: fail)" in report and "2-12-6 / 20" in report
+
+
+def test_a_streaming_evaluator_is_stopped_once_the_gate_has_decided(ws: Path) -> None:
+    """It is also told the gate's `deterministic` (COSMIC_CURRICULUM_EVAL_DETERMINISTIC)."""
+    # every episode fails: the threshold SPRT fails after 3 (LLR −3.30), of 20 planned
+    streamed = {"stream": [{"result": 1, "success": False}], "stop_after": 3}
+    set_scripts(ws, eval_script={"*": streamed})
+    with (ws / "stages.toml").open("a") as fh:
+        fh.write("max_episodes = 20\ndeterministic = false\n")
+    with pytest.raises(BlockedError):
+        run(ws)
+    evals = [json.loads(line) for line in (ws / "fake_evals.jsonl").read_text().splitlines()]
+    assert [e["deterministic"] for e in evals] == ["0"] * 3  # told the gate samples
+    records = json.loads((ws / "eval_history.json").read_text())
+    assert [(r["episodes"], r["successes"], r["streamed"]) for r in records] == [(3, 0, True)] * 3
+    entry = read_state(ws)["log"][0]
+    assert entry["summary"].startswith("0/3 successes") and entry["decision"] == "fail"
+    assert not list((ws / "logs").glob("*.episodes.jsonl"))  # the stream is not kept
+    assert not list((ws / "logs").glob("*.eval-stop"))
