@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from cosmic_curriculum.core import transitions as t
+from cosmic_curriculum.core.decisions import judge
 from cosmic_curriculum.core.rules import (
     SELECTION_KEY,
     adopts_appended_record,
@@ -158,7 +159,8 @@ def _run_evaluation(
     record is the attempt's error (:class:`EvaluationFailedError`)."""
     name = experiment or flight.experiment
     try:
-        return _play(run, flight, experiment, seed, tags, k)
+        record = _play(run, flight, experiment, seed, tags, k)
+        return _with_gate(run, record, run.config.stage_gate(flight.stage_index))
     except BotError as exc:  # e.g. an exec: reference that stopped answering
         run.record(t.EvaluationFailed(str(exc), k))
         fault = f"evaluation failed, no record was written: {exc}"
@@ -169,6 +171,24 @@ def _run_evaluation(
             "history is intact"
         )
         raise EvaluationFailedError(str(run.paths.history), fault, run.command()) from None
+
+
+def _with_gate(run: Run, record: dict[str, Any], settings: GateSettings) -> dict[str, Any]:
+    """The record with the gate's decision on it (each rule's figures and verdict) when it
+    has none of its own (the env evaluator's, an evaluation command's); the decision then
+    reads it as it would have judged it (a crash before this write changes nothing)."""
+    if isinstance(record.get("gate"), dict):
+        return record
+    judged = judge(settings, record)
+    if judged.gate is None:  # not judgeable (e.g. counts its rules need are missing)
+        return record
+    records = history.load(run.paths.history)
+    for stored in reversed(records):
+        if stored.get("id") == record.get("id"):
+            stored["gate"] = judged.gate
+            fsio.atomic_write_json(run.paths.history, records)
+            return stored
+    return record
 
 
 def _play(

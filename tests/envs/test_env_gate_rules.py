@@ -91,6 +91,8 @@ def test_threshold_and_not_worse_pass_then_the_slippery_lake_fails(tmp_path: Pat
     assert figures["success_rate_ci95"][1] < 0.9
     record = records[slippery["eval_id"]]
     assert record["deterministic"] is False and record["episodes"] < 400
+    assert record["gate"]["rule"] == "threshold+sprt" and record["gate"]["verdict"] == "fail"
+    assert record["gate"]["stats"]["rules"][0]["stats"]["successes"] == figures["successes"]
     assert slippery["summary"].startswith("threshold: ") and "; sprt: " in slippery["summary"]
 
     review = (ws / "logs" / "review-slippery.md").read_text()

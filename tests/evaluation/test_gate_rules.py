@@ -3,15 +3,18 @@ the gate's decision on counts when a stage requires e.g. threshold and sprt."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic import ValidationError
 
+from cosmic_curriculum.evaluation import evaluate
 from cosmic_curriculum.evaluation.gate import decide
 from cosmic_curriculum.evaluation.verdicts import Verdict, combined_verdict
 from cosmic_curriculum.workspace.config import CurriculumConfig, GateSettings
 
+REPO = Path(__file__).resolve().parents[2]
 BOTH = GateSettings(rule=["threshold", "sprt"], target=0.5, max_episodes=100)
 WITH_MARGIN = GateSettings(rule=["threshold", "margin"], target=0.5, episodes=40)
 
@@ -111,3 +114,28 @@ def test_bad_rule_lists_are_one_line_errors(
     with pytest.raises(ValidationError) as caught:
         GateSettings(rule=rule, **extra)  # type: ignore[arg-type]
     assert message in str(caught.value)
+
+
+@pytest.mark.slow  # real arena games: about 3 s
+def test_the_arena_evaluator_stops_when_the_rules_have_decided(tmp_path: Path) -> None:
+    gate = GateSettings(rule=["threshold", "sprt"], target=0.9)
+
+    def play(candidate: str, reference: str) -> dict[str, Any]:
+        return evaluate.run_evaluation(
+            REPO / "bots" / f"{candidate}.json",
+            REPO / "bots" / f"{reference}.json",
+            history_path=tmp_path / "h.json",
+            gate=gate,
+            seed=0,
+        )
+
+    strong = play("veteran", "inert")
+    assert strong["gate"]["verdict"] == "pass" and strong["gate"]["rule"] == "threshold+sprt"
+    verdicts = [r["verdict"] for r in strong["gate"]["stats"]["rules"]]
+    assert verdicts == ["pass", "pass"]
+    # threshold needs 27 straight wins (the 14th pair): the slower rule sets the length
+    assert strong["episodes"] == 28
+    inert = play("inert", "rookie")
+    assert inert["gate"]["verdict"] == "fail"
+    assert inert["episodes"] == 4  # threshold failed at 3 failures, in the 2nd pair
+    assert inert["gate"]["stats"]["rules"][0]["verdict"] == "fail"
