@@ -53,6 +53,8 @@ def evaluate(run: Run) -> None:
     record = _own_record(run, flight.experiment, flight.started_at, flight.history_before)
     if record is None:
         record = _run_evaluation(run, flight)
+    else:  # written before a crash: perhaps before its decision was added
+        record = _with_gate(run, record, run.config.stage_gate(flight.stage_index))
     run.record(t.Evaluated(str(record["id"])), pause="evaluated")
 
 
@@ -142,7 +144,7 @@ def evaluate_bot(
     the attempt's own, fresh one)."""
     own = _own_record(run, experiment, since, history_before, tags)
     if own is not None:
-        return own
+        return _with_gate(run, own, run.config.stage_gate(run.flight.stage_index))
     return _run_evaluation(run, run.flight, experiment, seed, tags, k)
 
 
