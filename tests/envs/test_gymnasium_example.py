@@ -69,3 +69,31 @@ def test_the_gymnasium_example_runs_to_done(tmp_path: Path) -> None:
     assert slippery["env"]["kwargs"] == {"map_name": "4x4", "is_slippery": True}
     # Stage 2 warm-started from stage 1's passing checkpoint.
     assert slippery["resumed_from"] == f"checkpoints/{passed[0]}/final.zip"
+
+
+@pytest.mark.slow  # the example's scripts import stable-baselines3 (torch): ~10 s a run
+def test_the_example_evaluator_streams_its_episodes_and_stops_when_asked(tmp_path: Path) -> None:
+    pytest.importorskip("gymnasium")
+    pytest.importorskip("stable_baselines3")
+    spec = {"kind": "gymnasium", "id": "FrozenLake-v1", "imports": [], "wrappers": []}
+    spec["kwargs"] = {"map_name": "4x4", "is_slippery": False}
+    (tmp_path / "candidate.json").write_text(json.dumps({"format": "random", "env": spec}))
+    (tmp_path / "random.json").write_text('{"format": "random"}')
+    stream, stop = tmp_path / "episodes.jsonl", tmp_path / "stop"
+    env = {
+        **os.environ,
+        "COSMIC_CURRICULUM_EVAL_STREAM": str(stream),
+        "COSMIC_CURRICULUM_EVAL_STOP": str(stop),
+    }
+    script = str(EXAMPLE / "scripts" / "evaluate.py")
+    argv = [sys.executable, script, "candidate.json", "random.json", "--episodes", "12"]
+    subprocess.run(argv, cwd=tmp_path, env=env, check=True, capture_output=True, timeout=120)
+    lines = [json.loads(line) for line in stream.read_text().splitlines()]
+    (record,) = json.loads((tmp_path / "eval_history.json").read_text())
+    assert len(lines) == record["episodes"] == len(record["returns"]) == 12
+    assert record["successes"] == sum(line["success"] for line in lines)
+    assert record["wins_a"] == sum(line["result"] == 1 for line in lines)
+    assert [line["return"] for line in lines] == record["returns"]
+    stop.touch()  # the gate has decided: the evaluator plays no more
+    subprocess.run(argv, cwd=tmp_path, env=env, check=True, capture_output=True, timeout=120)
+    assert json.loads((tmp_path / "eval_history.json").read_text())[1]["episodes"] == 0

@@ -5,9 +5,14 @@
 Run in the workspace. Plays N episodes of the candidate's env (the `env` its bot file
 records), each policy once per episode seed S, S+1, ...: on each seed the higher episode
 return wins (equal: a draw). Appends one record to eval_history.json with the counts
-(wins_a: candidate, wins_b: reference, draws, episodes); the curriculum's gate judges
-them. A bot file is {"format": "sb3-ppo", "checkpoint": ..., "env": {...}} as
-scripts/train.py writes it, or {"format": "random"} (uniformly random actions).
+(wins_a: candidate, wins_b: reference, draws, episodes) and the candidate's
+`successes` (the last info["is_success"], else a return > 0) and `returns`; the
+curriculum's gate judges them. It follows the contract's optional parts too: a policy
+acts greedily unless COSMIC_CURRICULUM_EVAL_DETERMINISTIC=0 (then it samples), and for a
+sequential gate each episode is streamed to COSMIC_CURRICULUM_EVAL_STREAM and the
+evaluation stops early once COSMIC_CURRICULUM_EVAL_STOP exists. A bot file is
+{"format": "sb3-ppo", "checkpoint": ..., "env": {...}} as scripts/train.py writes it,
+or {"format": "random"} (uniformly random actions).
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from train import make_env
 HISTORY = Path("eval_history.json")
 
 
-def policy(bot: dict[str, Any], env: Any, seed: int) -> Any:
+def policy(bot: dict[str, Any], env: Any, seed: int, deterministic: bool) -> Any:
     """observation -> action for ``bot`` in ``env``."""
     if bot["format"] == "random":
         env.action_space.seed(seed)
@@ -38,21 +43,24 @@ def policy(bot: dict[str, Any], env: Any, seed: int) -> Any:
         discrete = isinstance(env.action_space, gymnasium.spaces.Discrete)
 
         def act(obs: Any) -> Any:
-            action = model.predict(obs, deterministic=True)[0]
+            action = model.predict(obs, deterministic=deterministic)[0]
             return int(action) if discrete else action  # a Discrete env wants a plain int
 
         return act
     raise SystemExit(f"error: unknown bot format {bot['format']!r}")
 
 
-def episode_return(env: Any, act: Any, seed: int) -> float:
+def episode(env: Any, act: Any, seed: int) -> tuple[float, bool]:
+    """The episode's return, and whether it succeeded."""
     obs, _ = env.reset(seed=seed)
-    total, over = 0.0, False
+    total, over, success = 0.0, False, None
     while not over:
-        obs, reward, terminated, truncated, _ = env.step(act(obs))
+        obs, reward, terminated, truncated, info = env.step(act(obs))
         total += float(reward)
         over = terminated or truncated
-    return total
+        if "is_success" in info:
+            success = bool(info["is_success"])
+    return total, total > 0.0 if success is None else success
 
 
 def main(argv: list[str]) -> int:
@@ -66,22 +74,36 @@ def main(argv: list[str]) -> int:
     candidate = json.loads(Path(args.candidate).read_text())
     reference = json.loads(Path(args.reference).read_text())
     env = make_env(candidate["env"])  # the stage being gated is the candidate's
-    act_a = policy(candidate, env, args.seed)
-    act_b = policy(reference, env, args.seed)
-    wins_a = wins_b = draws = 0
+    deterministic = os.environ.get("COSMIC_CURRICULUM_EVAL_DETERMINISTIC", "1") != "0"
+    act_a = policy(candidate, env, args.seed, deterministic)
+    act_b = policy(reference, env, args.seed, deterministic)
+    stream = os.environ.get("COSMIC_CURRICULUM_EVAL_STREAM")
+    stop = os.environ.get("COSMIC_CURRICULUM_EVAL_STOP")
+    wins_a = wins_b = draws = successes = 0
+    returns: list[float] = []
     for k in range(args.episodes):
-        a = episode_return(env, act_a, args.seed + k)
-        b = episode_return(env, act_b, args.seed + k)
+        if stop and Path(stop).exists():  # the gate has decided on the episodes streamed
+            break
+        a, succeeded = episode(env, act_a, args.seed + k)
+        b, _ = episode(env, act_b, args.seed + k)
         wins_a += a > b
         wins_b += b > a
         draws += a == b
+        successes += succeeded
+        returns.append(a)
+        if stream:
+            line = {"result": (a > b) - (b > a), "success": succeeded, "return": a}
+            with open(stream, "a") as fh:
+                fh.write(json.dumps(line) + "\n")
     record = {
         "candidate": args.candidate,
         "reference": args.reference,
         "wins_a": wins_a,
         "wins_b": wins_b,
         "draws": draws,
-        "episodes": args.episodes,
+        "episodes": len(returns),
+        "successes": successes,
+        "returns": returns,
         "seed": args.seed,
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
     }
