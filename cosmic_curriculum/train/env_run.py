@@ -6,7 +6,10 @@
 It follows docs/ENVIRONMENTS.md: ``--timesteps`` is the total; ``--resume`` of its own
 ``checkpoints/EXPERIMENT/step_<n>.zip`` trains what is left, a warm start from another
 experiment's checkpoint trains all of it. It prints ``@progress`` lines, saves step
-checkpoints, and on SIGINT/SIGTERM saves one and exits 128 + the signal. It leaves
+checkpoints, and on SIGINT/SIGTERM saves one and exits 128 + the signal. An env that
+raises, returns a bad observation or reward (:mod:`cosmic_curriculum.envs.guard`) ends it
+with one line ``error: env '<id>' <fault> at episode step <k>, after <n> training
+timesteps; ...`` and exit 1, never a traceback; episodes are cut at the step cap. It leaves
 ``checkpoints/EXPERIMENT/final.zip`` and ``bots/EXPERIMENT.json``, an env bot
 (:mod:`cosmic_curriculum.envs.policy`) that replays without the checkpoint or torch.
 torch and stable-baselines3 are imported when a training starts, never with the package.
@@ -32,6 +35,7 @@ from cosmic_curriculum.defaults import (
     TORCH_THREADS,
 )
 from cosmic_curriculum.envs.export import env_bot_from_model
+from cosmic_curriculum.envs.guard import EnvFault, guarded_env
 from cosmic_curriculum.envs.gymnasium import make_env
 from cosmic_curriculum.envs.policy import save_env_bot
 from cosmic_curriculum.errors import ConfigError, TrainerError
@@ -127,7 +131,10 @@ def _vec_env(settings: EnvTrainSettings) -> Any:
     from stable_baselines3.common.env_util import make_vec_env
 
     make_env(settings.env).close()  # a spec that does not build fails here, in one line
-    return make_vec_env(lambda: make_env(settings.env), n_envs=settings.n_envs, seed=settings.seed)
+    # Each copy is guarded: an env's fault ends the training with one line (train_env).
+    return make_vec_env(
+        lambda: guarded_env(make_env(settings.env)), n_envs=settings.n_envs, seed=settings.seed
+    )
 
 
 def _new_model(settings: EnvTrainSettings, venv: Any) -> Any:
@@ -240,11 +247,15 @@ def train_env(settings: EnvTrainSettings) -> int:
             flush=True,
         )
         if left > 0 and stop.signum is None:
-            model.learn(
-                total_timesteps=left,
-                callback=_callback(settings, layout, stop, done),
-                reset_num_timesteps=not continued,
-            )
+            try:
+                model.learn(
+                    total_timesteps=left,
+                    callback=_callback(settings, layout, stop, done),
+                    reset_num_timesteps=not continued,
+                )
+            except EnvFault as fault:
+                # One line, the last of the log: the attempt error quotes it.
+                raise TrainerError(fault.at(int(model.num_timesteps))) from None
         if stop.signum is not None:
             path = save_step(model, layout, settings)
             name = signal.Signals(stop.signum).name
