@@ -53,6 +53,10 @@ ENV_KIND: Final = "arena"
 ENV_MAX_EPISODE_STEPS: Final = 10_000
 # Episodes the env evaluator plays side by side (one batched numpy forward pass a step).
 ENV_EVAL_BATCH: Final = 16
+# Whether the env evaluator's bots (candidate and a bot reference) take their most likely
+# action (True) or sample from the policy ([gate] deterministic = false): a policy that
+# needs its noise, e.g. a greedy DoorKey policy stuck in a loop, passes only sampled.
+ENV_EVAL_DETERMINISTIC: Final = True
 # `train-env`: the SB3 algorithm, envs stepped side by side (DummyVecEnv), timesteps
 # between step_<n>.zip checkpoints, step checkpoints kept, seconds between @progress lines.
 ENV_ALGO: Final = "PPO"

@@ -53,6 +53,7 @@ FIELD_DEFAULTS: list[tuple[type[BaseModel], str, Any]] = [
     (GateSettings, "min_episodes", d.THRESHOLD_MIN_EPISODES),
     (GateSettings, "target", None),
     (GateSettings, "success_return", None),
+    (GateSettings, "deterministic", d.ENV_EVAL_DETERMINISTIC),
     (CurriculumConfig, "max_retries", d.MAX_RETRIES),
     (CurriculumConfig, "eval_episodes", d.EVAL_EPISODES),
     (CurriculumConfig, "regression_margin", d.REGRESSION_MARGIN),
@@ -203,8 +204,9 @@ def test_gate_simulate_options_are_built_from_gate_settings() -> None:
         assert param.default == field.default, option
         assert param.help == field.description, option
         assert f"--{option.replace('_', '-')}" in param.opts, option
-    # Every setting a stage's gate has besides its rule can be simulated.
-    assert set(GATE_OPTIONS.values()) == set(GateSettings.model_fields) - {"rule"}
+    # Every setting a stage's gate has besides its rule can be simulated (deterministic
+    # changes how the bots play, not the statistics of their results).
+    assert set(GATE_OPTIONS.values()) == set(GateSettings.model_fields) - {"rule", "deterministic"}
 
 
 def test_run_help_shows_the_defaults() -> None:

@@ -168,6 +168,16 @@ def test_the_new_fields_leave_existing_config_hashes_alone() -> None:
     assert th.stage_definitions()[0]["gate"]["target"] == 0.9
 
 
+def test_deterministic_is_in_the_definition_only_when_written() -> None:
+    plain = CurriculumConfig(stages=[{"name": "a"}])
+    assert plain.stage_gate(0).deterministic is True  # the env evaluator's behaviour so far
+    assert "deterministic" not in plain.stage_definitions()[0]["gate"]
+    sampled = CurriculumConfig(stages=[{"name": "a", "gate": {"deterministic": False}}])
+    assert sampled.stage_gate(0).deterministic is False
+    assert sampled.stage_definitions()[0]["gate"]["deterministic"] is False
+    assert sampled.config_hash() != plain.config_hash() == "949c08139eec5376"
+
+
 # --- records judged by the core -------------------------------------------------------
 
 

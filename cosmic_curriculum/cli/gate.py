@@ -75,7 +75,8 @@ def gate_simulate_command(
         typer.Option(
             "--rule",
             metavar="RULE",
-            help="Rules to simulate (repeat): margin, sprt, threshold (needs --target).",
+            help="Rules to simulate (repeat): margin, sprt, threshold (needs --target); each "
+            "alone (a stage's several rules are not simulated together).",
         ),
     ] = [*SIMULATE_RULES],  # noqa: B006 - Typer passes a new list; the default stays as is
     trials: Annotated[int, typer.Option(help="Monte Carlo trials per cell.")] = SIMULATE_TRIALS,

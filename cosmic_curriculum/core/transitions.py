@@ -32,7 +32,7 @@ from cosmic_curriculum.core.candidate_rules import (
     candidate_trained,
     require_candidates_in,
 )
-from cosmic_curriculum.core.decisions import gate_verdict
+from cosmic_curriculum.core.decisions import judge
 from cosmic_curriculum.core.events import (
     BeginAttempt,
     CandidateChosen,
@@ -198,15 +198,17 @@ def _evaluated(state: CurriculumState, config: CurriculumConfig, e: Evaluated) -
 def _decide(state: CurriculumState, config: CurriculumConfig, e: Decide) -> None:
     flight = flight_of(state)
     i = flight.stage_index
-    verdict, summary = gate_verdict(config.stage_gate(i), e.record)
+    judged = judge(config.stage_gate(i), e.record)
     entry = LogEntry(
         stage_index=i,
         experiment=flight.experiment,
         attempt=flight.attempt,
-        eval={k: e.record[k] for k in COUNT_KEYS},
-        decision="pass" if verdict == "pass" else "fail",
+        # the counts the record has (a threshold record may lack the head-to-head ones)
+        # and the threshold rule's figures, for status, REPORT.md and the history
+        eval={k: e.record[k] for k in COUNT_KEYS if k in e.record} | judged.figures,
+        decision="pass" if judged.verdict == "pass" else "fail",
         eval_id=flight.eval_id,
-        summary=summary,
+        summary=judged.summary,
         decided_at=e.now,
     )
     if flight.candidates:
@@ -225,7 +227,7 @@ def _decide(state: CurriculumState, config: CurriculumConfig, e: Decide) -> None
     state.log.append(entry)
     state.last_error = None
     flight.decision = entry.decision
-    flight.summary = summary
+    flight.summary = judged.summary
     if entry.decision == "pass":
         _advance_stage(state, config)
         return
@@ -235,7 +237,7 @@ def _decide(state: CurriculumState, config: CurriculumConfig, e: Decide) -> None
         state.status = "blocked"
         state.blocked_reason = (
             f"stage {i + 1} {config.stages[i].name} failed {failures} attempts in "
-            f"a row (last: {flight.experiment}: {summary})"
+            f"a row (last: {flight.experiment}: {judged.summary})"
         )
 
 

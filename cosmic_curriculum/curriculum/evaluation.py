@@ -38,6 +38,9 @@ from cosmic_curriculum.system.clock import utc_now
 from cosmic_curriculum.workspace import history
 from cosmic_curriculum.workspace.state import Attempt, Candidate
 
+# Tells an evaluation_command the gate's `deterministic` (docs/ENVIRONMENTS.md).
+DETERMINISTIC_ENV = "COSMIC_CURRICULUM_EVAL_DETERMINISTIC"
+
 
 def evaluate(run: Run) -> None:
     """``trained`` → ``evaluated`` with the record's id saved."""
@@ -226,7 +229,8 @@ def _env_evaluation(
     k: int | None,
 ) -> dict[str, Any]:
     """The built-in evaluator of a Gymnasium stage; the gate judges its record after
-    (margin plays its episodes, sprt and threshold stop once they have decided)."""
+    (margin alone plays its episodes; sprt, threshold and several rules stop once the
+    gate has decided: any rule failed, or all passed)."""
     from cosmic_curriculum.envs.evaluate import RANDOM, evaluate_env
     from cosmic_curriculum.errors import EvaluationError
     from cosmic_curriculum.evaluation.gate import decide
@@ -237,7 +241,7 @@ def _env_evaluation(
         played = reference
     else:
         raise BotError(f"reference {reference}: a program cannot play a Gymnasium stage")
-    episodes = settings.episodes if settings.rule == "margin" else settings.max_episodes
+    episodes = settings.planned_episodes
 
     def decided(counts: dict[str, Any]) -> bool:
         wins = (counts["wins_a"], counts["wins_b"], counts["draws"])
@@ -259,7 +263,8 @@ def _env_evaluation(
             episodes=episodes,
             seed=seed,
             success_return=settings.success_return,
-            stop=None if settings.rule == "margin" else decided,
+            deterministic=settings.deterministic,
+            stop=None if settings.rules == ("margin",) else decided,
             on_progress=progress,
             extra={**extra, **labels},
         )
@@ -308,6 +313,7 @@ def _external_evaluation(
             argv,
             tag=run.paths.attempt_tag(experiment, "evaluate"),
             launch_id=_evaluation_launch_id(run, experiment, k) if remote else "",
+            env={DETERMINISTIC_ENV: "1" if settings.deterministic else "0"},
         )
         try:
             handle = launcher.start(spec)

@@ -80,10 +80,16 @@ def outcome_problem(run: Run, outcome: RunOutcome, experiment: str) -> str | Non
 
 
 def logged_spec(
-    run: Run, experiment: str, argv: list[str], *, tag: str, launch_id: str = ""
+    run: Run,
+    experiment: str,
+    argv: list[str],
+    *,
+    tag: str,
+    launch_id: str = "",
+    env: dict[str, str] | None = None,
 ) -> LaunchSpec:
-    """The launch of ``argv`` in the workspace, its output going to ``experiment``'s log,
-    where its command line and the time head it."""
+    """The launch of ``argv`` in the workspace (``env`` added to its environment), its
+    output going to ``experiment``'s log, where its command line and the time head it."""
     log_path = run.paths.log(experiment)
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "ab") as log:
@@ -92,6 +98,7 @@ def logged_spec(
         argv=argv,
         cwd=run.ws,
         log_path=log_path,
+        env=env or {},
         pass_fds=run.lock_fds(),
         tag=tag,
         launch_id=launch_id,

@@ -138,19 +138,21 @@ def plan(gate: GateSettings | None, episodes: int | None = None) -> tuple[int, i
     """``(max_pairs, pairs_per_batch)`` of an evaluation; raises ``EvaluationError`` for an
     odd or too small episode count. Cheap: call it in a preflight to refuse a bad
     ``eval_episodes``/``max_episodes`` before any training is spent."""
-    if gate is None or gate.rule == "margin":
+    if gate is None or gate.rules == ("margin",):
         default = EVAL_EPISODES if gate is None else gate.episodes
         option = "--episodes" if episodes is not None else "gate episodes"
         total = check_even(default if episodes is None else episodes, option)
         return total // 2, min(total // 2, MAX_BATCH_PAIRS)
-    if gate.rule == "threshold" and gate.measure == "return":
+    if "threshold" in gate.rules and gate.measure == "return":
         raise EvaluationError(
             'gate measure = "return": the built-in evaluator plays head-to-head games and '
             'records no returns; use measure = "success" (a won episode succeeds) or an '
             "evaluation_command whose record holds 'returns'"
         )
-    option = "--episodes" if episodes is not None else "gate max_episodes"
-    cap = check_even(gate.max_episodes if episodes is None else episodes, option)
+    # With margin among several rules the evaluation plays margin's episodes at most.
+    where = "gate episodes" if "margin" in gate.rules else "gate max_episodes"
+    option = "--episodes" if episodes is not None else where
+    cap = check_even(gate.planned_episodes if episodes is None else episodes, option)
     return cap // 2, min(gate.batch_pairs, cap // 2, MAX_BATCH_PAIRS)
 
 
@@ -201,7 +203,7 @@ def run_evaluation(
         outcomes = np.asarray(result.outcomes)
         if gate is None:
             tally.add(outcomes)
-        elif gate.rule == "margin":
+        elif gate.rules == ("margin",):
             tally.add(outcomes)
             if tally.n == max_pairs:  # margin decides once, on every episode
                 decision = _ask(gate, tally, 2 * max_pairs)
@@ -219,7 +221,9 @@ def run_evaluation(
             break
     if gate is not None and (decision is None or decision.verdict == "continue"):
         # Cannot happen with the rules as written (both decide at their last episode).
-        raise EvaluationError(f"the {gate.rule} gate did not decide after {2 * tally.n} episodes")
+        raise EvaluationError(
+            f"the {gate.rule_label} gate did not decide after {2 * tally.n} episodes"
+        )
 
     wins_a, wins_b, draws = tally.counts
     record: dict[str, Any] = {
@@ -273,7 +277,7 @@ def run_evaluation(
 
 def _ask(gate: GateSettings, tally: _Tally, planned: int) -> GateDecision:
     wins_a, wins_b, draws = tally.counts
-    scores = tally.pair_scores if gate.rule == "sprt" else None
+    scores = tally.pair_scores if "sprt" in gate.rules else None
     return decide(gate, wins_a, wins_b, draws, scores, planned_episodes=planned)
 
 

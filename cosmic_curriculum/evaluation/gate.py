@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Literal
 
@@ -12,7 +12,7 @@ from numpy.typing import NDArray
 
 from cosmic_curriculum.defaults import SIMULATE_BETTER_GAP, SIMULATE_MODEL, SIMULATE_WORSE_GAP
 from cosmic_curriculum.evaluation import stats, threshold
-from cosmic_curriculum.evaluation.threshold import Verdict
+from cosmic_curriculum.evaluation.verdicts import GateDecision, Verdict, combine
 from cosmic_curriculum.scoring import signed
 
 # GateSettings lives with the rest of stages.toml's models (config.py stays free of numpy,
@@ -20,29 +20,6 @@ from cosmic_curriculum.scoring import signed
 from cosmic_curriculum.workspace.config import GateSettings
 
 __all__ = ["GateDecision", "GateSettings", "Verdict", "decide"]
-
-
-@dataclass(frozen=True)
-class GateDecision:
-    """What the gate concluded from the counts so far.
-
-    ``verdict`` is ``"continue"`` while the rule wants more episodes. ``summary`` is one
-    human line (counts, gap ± 95%, Elo ± 95%, the LLR for ``sprt``, → verdict); ``stats``
-    is JSON-ready (counts, score, intervals, Elo, rule parameters, LLR and bounds).
-    """
-
-    verdict: Verdict
-    rule: str
-    summary: str
-    stats: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "verdict": self.verdict,
-            "rule": self.rule,
-            "summary": self.summary,
-            "stats": self.stats,
-        }
 
 
 def margin_fraction(margin: float) -> Fraction:
@@ -85,7 +62,27 @@ def decide(
     episode succeeds) over the episodes; on return, the rule on ``returns`` (one per
     episode); capped at ``planned_episodes`` (default ``settings.max_episodes``). Its
     summary and stats are the threshold rule's own (:mod:`threshold`).
+    Several rules (``settings.rules``): each judges these counts with ``planned_episodes``
+    (default ``settings.planned_episodes``) as its cap, and :func:`verdicts.combine`
+    makes one decision of them (fail as soon as one fails, pass when all pass).
     """
+    if len(settings.rules) > 1:
+        cap = settings.planned_episodes if planned_episodes is None else planned_episodes
+        return combine(
+            [
+                decide(
+                    settings.only(rule),
+                    wins_a,
+                    wins_b,
+                    draws,
+                    pair_scores if rule == "sprt" else None,
+                    cap,
+                    successes=successes,
+                    returns=returns,
+                )
+                for rule in settings.rules
+            ]
+        )
     for name, value in (("wins_a", wins_a), ("wins_b", wins_b), ("draws", draws)):
         if value < 0:
             raise ValueError(f"{name} must be >= 0, got {value}")
@@ -95,7 +92,7 @@ def decide(
         won = wins_a if successes is None else successes
         return _decide_threshold(settings, won, n, returns, cap)
     info: dict[str, Any] = dict(stats.describe(wins_a, wins_b, draws))
-    info["rule"] = settings.rule
+    info["rule"] = settings.rule_label
     verdict: Verdict
     extra = ""
     if settings.rule == "margin":
@@ -143,7 +140,7 @@ def decide(
         )
         extra = f", LLR {signed(llr, 2)} in ({signed(lower, 2)}, {signed(upper, 2)})"
     summary = f"{stats.counts_summary(wins_a, wins_b, draws)}{extra} → {verdict}"
-    return GateDecision(verdict=verdict, rule=settings.rule, summary=summary, stats=info)
+    return GateDecision(verdict=verdict, rule=settings.rule_label, summary=summary, stats=info)
 
 
 def _decide_threshold(
@@ -243,6 +240,8 @@ def simulate(
     """
     if trials < 1:
         raise ValueError(f"trials must be >= 1, got {trials}")
+    if len(settings.rules) > 1:  # each rule's error rates are measured alone
+        raise ValueError(f"simulate one rule at a time, not {settings.rule_label}")
     rng = np.random.default_rng(seed)
     game = outcome_probabilities(true_gap, draw_rate)
     if settings.rule == "margin":

@@ -16,17 +16,16 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from cosmic_curriculum.defaults import SIMULATE_RETURN_SD, SIMULATE_WEAK_SUCCESS
 from cosmic_curriculum.evaluation import stats
+from cosmic_curriculum.evaluation.verdicts import Verdict
 from cosmic_curriculum.scoring import signed
 from cosmic_curriculum.workspace.config import GateSettings
-
-Verdict = Literal["pass", "fail", "continue"]
 
 
 def hypotheses(settings: GateSettings) -> tuple[float, float]:

@@ -50,6 +50,10 @@ COLUMNS: dict[str, str] = {
     # with candidates = K > 1: "candidate" (ranks the K) or "fresh" (the gate's record)
     "selection": "str",
     "candidate_k": "int",
+    # the candidate alone (a threshold gate's measures), when the record has them
+    "successes": "int",
+    "success_rate": "float",
+    "mean_return": "float",
 }
 
 
@@ -73,10 +77,13 @@ def _pair(value: Any) -> tuple[Any, Any]:
 
 def record_row(record: dict[str, Any]) -> dict[str, Any]:
     """One history record (already validated by ``history.load``) as a row of COLUMNS."""
-    wins: int = record["wins_a"]
-    losses: int = record["wins_b"]
-    draws: int = record["draws"]
+    # A threshold gate's record may have no head-to-head counts: those cells stay empty.
+    wins: int | None = record.get("wins_a")
+    losses: int | None = record.get("wins_b")
+    draws: int | None = record.get("draws")
     episodes: int = record["episodes"]
+    successes = record.get("successes")
+    returns = record.get("returns")
     gate: dict[str, Any] = record["gate"] if isinstance(record.get("gate"), dict) else {}
     candidate = record.get("candidate")
     experiment = record.get("curriculum_experiment")
@@ -97,8 +104,12 @@ def record_row(record: dict[str, Any]) -> dict[str, Any]:
         "draws": draws,
         "episodes": episodes,
         # no games means no score rather than the statistics' 0.5 prior
-        "score": scoring.score(wins, draws, episodes, if_none=None),
-        "gap": (losses - wins) / episodes if episodes else None,
+        "score": None
+        if wins is None or draws is None
+        else scoring.score(wins, draws, episodes, if_none=None),
+        "gap": (losses - wins) / episodes
+        if episodes and wins is not None and losses is not None
+        else None,
         "gap_ci95_lo": gap_lo,
         "gap_ci95_hi": gap_hi,
         "elo": record.get("elo"),
@@ -111,6 +122,11 @@ def record_row(record: dict[str, Any]) -> dict[str, Any]:
         "id": record.get("id"),
         "selection": record.get("selection"),
         "candidate_k": record.get("candidate_k"),
+        "successes": successes,
+        "success_rate": successes / episodes if isinstance(successes, int) and episodes else None,
+        "mean_return": math.fsum(returns) / len(returns)
+        if isinstance(returns, list) and returns
+        else None,
     }
     return {column: _typed(raw[column], kind) for column, kind in COLUMNS.items()}
 

@@ -44,6 +44,7 @@ COLUMNS = (
     "wall time",
     "timesteps",
 )
+THRESHOLD_COLUMN = "threshold (95%) vs target"
 PICTURES = {"curves.png": "learning curves", "ladder.png": "Elo ladder"}
 
 
@@ -59,11 +60,14 @@ def blocks(layout: Layout, data: Summary) -> list[Block]:
     out = [Block("h1", f"Curriculum report: {data.status.replace('_', ' ')}")]
     out += [Block("h2", "Now"), Block("p", data.now)]
     out += [Block("code", command) for command in data.commands]
+    # The threshold column only when a stage has that rule: arena reports stay as they were.
+    threshold = any(r.threshold for r in data.rows)
     rows = [
         [
             r.stage,
             f"`{r.experiment}`" if r.experiment else "",
             str(r.attempt) if r.experiment else "",
+            *([(r.threshold or "–") if r.experiment else ""] if threshold else []),
             r.counts if r.experiment else "",
             r.score if r.experiment else "",
             r.gap if r.experiment else "",
@@ -75,14 +79,21 @@ def blocks(layout: Layout, data: Summary) -> list[Block]:
         ]
         for r in data.rows
     ]
-    out += [Block("h2", "Stages"), Block("table", rows=[list(COLUMNS), *rows])]
-    out.append(
-        Block(
-            "p",
-            "W-L-D: candidate wins, reference wins, draws. gap: reference − candidate win "
-            "rate (the gate fails a large positive gap). Elo: candidate over its reference.",
-        )
+    head = list(COLUMNS)
+    if threshold:
+        head.insert(3, THRESHOLD_COLUMN)
+    out += [Block("h2", "Stages"), Block("table", rows=[head, *rows])]
+    legend = (
+        "W-L-D: candidate wins, reference wins, draws. gap: reference − candidate win "
+        "rate (the gate fails a large positive gap). Elo: candidate over its reference."
     )
+    if threshold:
+        legend += (
+            " threshold: the candidate's successes (or mean return) over the episodes "
+            "played, its 95% interval and the target; a stage gated by the threshold rule "
+            "alone shows no head-to-head figures."
+        )
+    out.append(Block("p", legend))
     ladder_rows = [
         [f"`{r.bot}`", r.stage, "–" if r.elo is None else signed(r.elo, 0), _err(r.err)]
         for r in data.ladder

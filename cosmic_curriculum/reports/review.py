@@ -21,8 +21,40 @@ def pct(value: float | None) -> str:
     return "–" if value is None else f"{value:.0%}"
 
 
+def _bound(value: Any, shown: Any) -> str:
+    return "?" if not isinstance(value, int | float) else shown(float(value))
+
+
+def _pair(value: Any) -> tuple[Any, Any]:
+    return (value[0], value[1]) if isinstance(value, list) and len(value) == 2 else (None, None)
+
+
+def threshold_figures(fig: dict[str, Any]) -> tuple[str, str]:
+    """The threshold rule's figures as two short cells: ``("18/20 successes", "90% (95%
+    68%–99%) vs target 0.9")``, or for return ``("20 episodes", "mean return 0.5 (95%
+    0.27–0.73) vs target 0.5")``."""
+    target = _bound(fig.get("target"), lambda x: f"{x:g}")
+    n = fig.get("episodes", "?")
+    if fig.get("measure") == "return":
+        low, high = _pair(fig.get("mean_return_ci95"))
+        mean = _bound(fig.get("mean_return"), lambda x: f"{x:.3g}")
+        ci = f"{_bound(low, lambda x: f'{x:.3g}')}–{_bound(high, lambda x: f'{x:.3g}')}"
+        return f"{n} episodes", f"mean return {mean} (95% {ci}) vs target {target}"
+    low, high = _pair(fig.get("success_rate_ci95"))
+    ci = f"{_bound(low, lambda x: f'{x:.0%}')}–{_bound(high, lambda x: f'{x:.0%}')}"
+    rate = _bound(fig.get("success_rate"), lambda x: f"{x:.0%}")
+    return f"{fig.get('successes', '?')}/{n} successes", f"{rate} (95% {ci}) vs target {target}"
+
+
+def rule_verdicts(row: dict[str, Any]) -> str:
+    """``"threshold: fail, sprt: undecided"``: each of several rules' verdict ("" for one)."""
+    return ", ".join(f"{r.get('rule')}: {r.get('verdict')}" for r in row.get("rules") or [])
+
+
 def attempt_row(entry: LogEntry, margin: float | None) -> dict[str, Any]:
-    """One decided attempt as plain data (for tables, JSON and reviews)."""
+    """One decided attempt as plain data (for tables, JSON and reviews): the head-to-head
+    counts when the record had them, the threshold rule's figures (``threshold``) and,
+    with several rules, each one's verdict (``rules``)."""
     counts = entry.eval or {}
     episodes = int(counts.get("episodes", 0) or 0)
     wa, wb = int(counts.get("wins_a", 0) or 0), int(counts.get("wins_b", 0) or 0)
@@ -36,7 +68,11 @@ def attempt_row(entry: LogEntry, margin: float | None) -> dict[str, Any]:
         "eval_id": entry.eval_id,
         "summary": entry.summary,
     }
-    if counts:
+    if isinstance(counts.get("threshold"), dict):
+        row["threshold"] = dict(counts["threshold"])
+    if isinstance(counts.get("rules"), list):
+        row["rules"] = [dict(r) for r in counts["rules"] if isinstance(r, dict)]
+    if "wins_a" in counts:
         row.update(
             wins_a=wa,
             wins_b=wb,
@@ -66,53 +102,75 @@ def review_markdown(
 
     ``gate`` (default: the margin rule at ``margin``) is the rule that decided: each row
     says its verdict in that rule's terms, never a margin the rule did not apply."""
-    rule = "margin" if gate is None else gate.rule
+    rules = ("margin",) if gate is None else gate.rules
+    rule = "+".join(rules)
+    threshold = "threshold" in rules
+    head_to_head = any(r in ("margin", "sprt") for r in rules)
+    columns = ["attempt", "experiment"]
+    if threshold:
+        columns += ["successes" if gate is None or gate.measure == "success" else "episodes"]
+        columns += ["success rate" if gate is None or gate.measure == "success" else "mean return"]
+    if head_to_head:
+        columns += ["W-L-D / N", "candidate", "reference", "gap"]
+    columns += ["vs margin" if rule == "margin" else f"{rule} gate", "log", "bot"]
     out = [
         f"# Review: stage {stage_number} `{stage_name}` is blocked",
         "",
         reason,
         "",
-        _rule_line(gate, margin),
+        *_rule_lines(gate, margin),
         "",
-        "| attempt | experiment | W-L-D / N | candidate | reference | gap | "
-        + ("vs margin" if rule == "margin" else f"{rule} gate")
-        + " | log | bot |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| " + " | ".join(columns) + " |",
+        "|" + "---|" * len(columns),
     ]
     for entry in entries:
         row = attempt_row(entry, margin)
         exp = entry.experiment
-        if "episodes" in row:
-            counts = f"{row['wins_a']}-{row['wins_b']}-{row['draws']} / {row['episodes']}"
+        verdict = "fails" if entry.decision == "fail" else "passes"
+        cells: list[str] = []
+        if threshold:
+            fig = row.get("threshold")
+            cells += list(threshold_figures(fig)) if fig else ["–", "–"]
+        if head_to_head and "wins_a" in row:
             gap = signed(row["gap"] or 0.0, 2)
-            verdict = "fails" if entry.decision == "fail" else "passes"
-            if rule == "margin":
-                said = f"{verdict} ({gap} {'≥' if entry.decision == 'fail' else '<'} {margin:g})"
-            else:  # the figures are the rule's own, in the summary below
-                said = f"{verdict} ({rule}: see its summary)"
-            cells = [
-                counts,
+            cells += [
+                f"{row['wins_a']}-{row['wins_b']}-{row['draws']} / {row['episodes']}",
                 pct(row["candidate_win_rate"]),
                 pct(row["reference_win_rate"]),
                 gap,
-                said,
             ]
+        elif head_to_head:
+            cells += ["–", "–", "–", "–"]
+        if entry.override:
+            said = entry.override
+        elif rule == "margin" and "wins_a" in row:
+            gap = signed(row["gap"] or 0.0, 2)
+            said = f"{verdict} ({gap} {'≥' if entry.decision == 'fail' else '<'} {margin:g})"
+        elif rule_verdicts(row):
+            said = f"{verdict} ({rule_verdicts(row)})"
+        elif "episodes" in row or "threshold" in row:  # the figures are in the summary below
+            said = f"{verdict} ({rule}: see its summary)"
         else:
-            cells = ["–", "–", "–", "–", entry.override or entry.decision]
+            said = entry.decision
         out.append(
             f"| {entry.attempt} | {exp} | "
-            + " | ".join(cells)
+            + " | ".join([*cells, said])
             + f" | [{exp}.log]({exp}.log) | [{exp}.json](../bots/{exp}.json) |"
         )
     summaries = [
         f"- {e.experiment}: {e.summary}" for e in entries if e.summary and e.decision == "fail"
     ]
     if summaries:
-        what = {
-            "margin": "counts, gap ± 95% interval, Elo ± 95%",
-            "sprt": "counts, gap ± 95% interval, Elo ± 95%, LLR and its bounds",
-            "threshold": "the measure with its 95% interval, the target, the test's figures",
-        }[rule]
+        what = "; ".join(
+            {
+                "margin": "counts, gap ± 95% interval, Elo ± 95%",
+                "sprt": "counts, gap ± 95% interval, Elo ± 95%, LLR and its bounds",
+                "threshold": "the measure with its 95% interval, the target, the test's figures",
+            }[r]
+            for r in rules
+        )
+        if len(rules) > 1:
+            what = f"each rule's {what}, and → the verdict of all"
         out += ["", f"Gate summaries ({what}):", "", *summaries]
     out += [
         "",
@@ -130,8 +188,18 @@ def review_markdown(
     return "\n".join(out)
 
 
+def _rule_lines(gate: GateSettings | None, margin: float) -> list[str]:
+    """What the stage's gate asks: one sentence, or one per rule when it has several."""
+    if gate is None or len(gate.rules) == 1:
+        return [_rule_line(gate, margin)]
+    lines = [f"Gate: every one of {len(gate.rules)} rules must pass, on the same episodes:", ""]
+    return lines + [
+        "- " + _rule_line(gate.only(r), margin).removeprefix("Gate: ") for r in gate.rules
+    ]
+
+
 def _rule_line(gate: GateSettings | None, margin: float) -> str:
-    """What the stage's gate asks, in one sentence."""
+    """What a single rule asks, in one sentence."""
     if gate is None or gate.rule == "margin":
         return f"Gate: fail iff reference win rate − candidate win rate ≥ {margin:g}."
     if gate.rule == "sprt":

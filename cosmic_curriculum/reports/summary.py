@@ -19,6 +19,7 @@ from typing import Any
 from cosmic_curriculum.core.next_action import REASON_HINT, next_action
 from cosmic_curriculum.evaluation import stats
 from cosmic_curriculum.progress import parse_progress_line
+from cosmic_curriculum.reports.review import rule_verdicts, threshold_figures
 from cosmic_curriculum.scoring import signed
 from cosmic_curriculum.workspace.config import BuiltinReference, CurriculumConfig
 from cosmic_curriculum.workspace.layout import Layout, experiment_name
@@ -37,6 +38,7 @@ class Row:
     score: str = "–"
     gap: str = "–"  # reference − candidate win rate ± 95% half-width
     elo: str = "–"  # candidate over reference ± 95% error
+    threshold: str = ""  # a threshold rule's successes/N, rate (95%) vs target; "" if none
     decision: str = ""
     note: str = ""  # override or forced retry, with its reason
     wall: str = "–"
@@ -97,8 +99,17 @@ def _row(layout: Layout, label: str, entry: LogEntry, record: dict[str, Any] | N
     elif entry.forced_retry:
         row.note = f"forced retry: {entry.reason or ''}".rstrip(": ")
     counts = {**(entry.eval or {}), **(record or {})}
-    if all(isinstance(counts.get(k), int) for k in ("wins_a", "wins_b", "draws", "episodes")):
-        wa, wb, d, n = (int(counts[k]) for k in ("wins_a", "wins_b", "draws", "episodes"))
+    figures = (entry.eval or {}).get("threshold")
+    if isinstance(figures, dict):
+        row.threshold = ", ".join(threshold_figures(figures))
+    verdicts = rule_verdicts({"rules": (entry.eval or {}).get("rules")})
+    if verdicts:
+        row.decision += f" ({verdicts})"
+    # a threshold gate alone: its figures, not the head-to-head counts against a reference
+    alone = isinstance(figures, dict) and "rules" not in (entry.eval or {})
+    heads = ("wins_a", "wins_b", "draws", "episodes")
+    if not alone and all(isinstance(counts.get(k), int) for k in heads):
+        wa, wb, d, n = (int(counts[k]) for k in heads)
         row.counts = f"{wa}-{wb}-{d} / {n}"
         row.score = f"{stats.score(wa, wb, d):.3f}"
         gap, half = _gap(counts)

@@ -17,7 +17,7 @@ import unicodedata
 from collections.abc import Sequence
 from typing import Any, TextIO
 
-from cosmic_curriculum.reports.review import pct
+from cosmic_curriculum.reports.review import pct, rule_verdicts, threshold_figures
 
 MIN_DECISION_WIDTH = 8
 HEADERS = ("stage", "experiment (attempt)", "W-L-D/N", "win % c/r", "decision")
@@ -102,9 +102,29 @@ def _decision(row: dict[str, Any]) -> str:
         decision += f" ({label}: {row['reason']})" if row["reason"] else f" ({label})"
     elif row.get("reason"):
         decision += f" (forced retry: {row['reason']})"
+    if rule_verdicts(row):
+        decision += f" ({rule_verdicts(row)})"
     if row.get("interval"):
         decision += f"\n{row['interval']}"
     return decision
+
+
+def _figures(row: dict[str, Any]) -> tuple[str, str]:
+    """The counts and rates cells: head-to-head W-L-D/N and win rates, a threshold rule's
+    successes/N and rate with its interval and target (both, one per line, when a stage
+    has both kinds of rule)."""
+    counts: list[str] = []
+    rates: list[str] = []
+    if "wins_a" in row:
+        counts.append(f"{row['wins_a']}-{row['wins_b']}-{row['draws']}/{row['episodes']}")
+        rates.append(f"{pct(row['candidate_win_rate'])}/{pct(row['reference_win_rate'])}")
+    if row.get("threshold"):
+        shown = threshold_figures(row["threshold"])
+        if counts and row.get("rules") is None:  # a threshold gate alone: its own figures
+            counts, rates = [], []
+        counts.append(shown[0])
+        rates.append(shown[1])
+    return "\n".join(counts) or "–", "\n".join(rates) or "–"
 
 
 def table_rows(data: dict[str, Any]) -> list[tuple[list[str], list[str]]]:
@@ -121,11 +141,7 @@ def table_rows(data: dict[str, Any]) -> list[tuple[list[str], list[str]]]:
         if not stage["attempts"]:
             rows.append(([label, "", "", "", stage["status"]], [label_style, "", "", "", "dim"]))
         for k, row in enumerate(stage["attempts"]):
-            if "episodes" in row:
-                counts = f"{row['wins_a']}-{row['wins_b']}-{row['draws']}/{row['episodes']}"
-                rates = f"{pct(row['candidate_win_rate'])}/{pct(row['reference_win_rate'])}"
-            else:
-                counts = rates = "–"
+            counts, rates = _figures(row)
             verdict = "green" if row["decision"] == "pass" else "red"
             cells = [label if k == 0 else "", str(row["experiment"]), counts, rates]
             rows.append(([*cells, _decision(row)], [label_style, "", "", "", verdict]))

@@ -6,11 +6,12 @@ stays short; numpy-free, so `status` starts fast. docs/GATES.md explains every r
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from cosmic_curriculum.defaults import (
+    ENV_EVAL_DETERMINISTIC,
     EVAL_EPISODES,
     GATE_RULE,
     REGRESSION_MARGIN,
@@ -24,6 +25,10 @@ from cosmic_curriculum.defaults import (
     THRESHOLD_MEASURE,
     THRESHOLD_MIN_EPISODES,
 )
+
+RuleName = Literal["margin", "sprt", "threshold"]
+# The rules that ask "is the candidate not worse than its reference?" (one is enough).
+HEAD_TO_HEAD = ("margin", "sprt")
 
 # The threshold rule's own fields: left out of a margin or sprt gate's stage definition,
 # so adding them changed no existing workspace's config hash.
@@ -56,7 +61,9 @@ class GateSettings(BaseModel):
 
     # Each description is also the help text of the `gate simulate` option built from
     # the field (cli/gate.py), hence the option names in them.
-    rule: Literal["margin", "sprt", "threshold"] = GATE_RULE
+    # One rule, or several that must all pass (``["threshold", "sprt"]``): each judges the
+    # same evaluation's episodes; a list of one is that rule (its config hash too).
+    rule: RuleName | tuple[RuleName, ...] = GATE_RULE
     episodes: int = Field(
         EVAL_EPISODES,
         ge=2,
@@ -113,12 +120,35 @@ class GateSettings(BaseModel):
         description="Gymnasium stages: an episode without info['is_success'] succeeds when "
         "its return reaches this (unset: when it is > 0).",
     )
+    deterministic: bool = Field(
+        ENV_EVAL_DETERMINISTIC,
+        description="Gymnasium stages: the bots take their most likely action (true) or "
+        "sample from their policy (false); an evaluation_command gets it as "
+        "COSMIC_CURRICULUM_EVAL_DETERMINISTIC=1 or 0.",
+    )
     # Declared last: its check reads rule, measure and delta (validated before it).
     target: float | None = Field(
         None,
         validate_default=True,
         description="threshold: the success rate (or mean return) the bot must reach.",
     )
+
+    @field_validator("rule", mode="before")
+    @classmethod
+    def _rule_list(cls, value: Any) -> Any:
+        if not isinstance(value, list | tuple):
+            return value
+        rules = list(value)
+        if not rules:
+            raise ValueError('rule = []: name at least one rule, e.g. rule = "margin"')
+        if len(set(rules)) < len(rules):
+            raise ValueError(f"rule = {rules}: a rule is named twice; name each once")
+        if sum(r in HEAD_TO_HEAD for r in rules) > 1:
+            raise ValueError(
+                f"rule = {rules}: margin and sprt both test the candidate against its "
+                'reference; keep one, e.g. rule = ["threshold", "sprt"]'
+            )
+        return rules[0] if len(rules) == 1 else tuple(rules)
 
     @field_validator("target", mode="before")
     @classmethod
@@ -128,7 +158,8 @@ class GateSettings(BaseModel):
     @field_validator("target")
     @classmethod
     def _target_fits_the_rule(cls, value: float | None, info: ValidationInfo) -> float | None:
-        if info.data.get("rule") != "threshold":
+        rule = info.data.get("rule")
+        if rule is None or "threshold" not in _as_rules(rule):
             return value
         if value is None:
             raise ValueError(
@@ -146,13 +177,44 @@ class GateSettings(BaseModel):
         return value
 
     @property
+    def rules(self) -> tuple[RuleName, ...]:
+        """The rules the candidate must pass, in the order written."""
+        return _as_rules(self.rule)
+
+    @property
+    def rule_label(self) -> str:
+        """``"threshold+sprt"``: the rules as one name (records, tables)."""
+        return "+".join(self.rules)
+
+    def only(self, rule: RuleName) -> GateSettings:
+        """These settings with ``rule`` alone: how each of several rules judges."""
+        return self.model_copy(update={"rule": rule})
+
+    @property
+    def head_to_head(self) -> bool:
+        """Whether a rule compares the candidate with its reference (margin, sprt)."""
+        return any(r in HEAD_TO_HEAD for r in self.rules)
+
+    @property
+    def planned_episodes(self) -> int:
+        """The evaluation's cap: margin's episodes when it is a rule (it decides on all
+        of them), else max_episodes (the sequential rules stop sooner once decided)."""
+        return self.episodes if "margin" in self.rules else self.max_episodes
+
+    @property
     def check_pairs(self) -> int:
         """Pairs between two looks of the sequential test."""
         return 1 if self.check == "pair" else self.batch_pairs
 
     def definition(self) -> dict[str, Any]:
         """What identifies this gate in a stage's definition (the config hash)."""
-        exclude = set() if self.rule == "threshold" else set(THRESHOLD_FIELDS)
+        exclude = set() if "threshold" in self.rules else set(THRESHOLD_FIELDS)
         if self.success_return is None:  # unset: the hashes of gates before the key stay
             exclude.add("success_return")
+        if "deterministic" not in self.model_fields_set:  # likewise: only when written
+            exclude.add("deterministic")
         return self.model_dump(exclude=exclude)
+
+
+def _as_rules(rule: str | tuple[str, ...]) -> tuple[RuleName, ...]:
+    return cast("tuple[RuleName, ...]", (rule,) if isinstance(rule, str) else tuple(rule))

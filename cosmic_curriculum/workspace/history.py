@@ -1,9 +1,11 @@
 """`eval_history.json`: every evaluation ever run, as a JSON list of records.
 
 The seed format is a plain list of objects with at least ``wins_a`` (candidate),
-``wins_b`` (reference), ``draws`` and ``episodes``; records we write add an ``id`` and
-``created_at`` (and much more, see docs/ARCHITECTURE.md). Unknown keys are kept as they
-are. Every write is atomic, so a crash leaves the old or the new list, never a torn one.
+``wins_b`` (reference), ``draws`` and ``episodes`` (a threshold gate's record may have
+``successes`` or ``returns`` instead of the three head-to-head counts); records we
+write add an ``id`` and ``created_at`` (and much more, see docs/ARCHITECTURE.md).
+Unknown keys are kept as they are. Every write is atomic, so a crash leaves the old or
+the new list, never a torn one.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from cosmic_curriculum.errors import DamagedFileError, EvaluationError, StateErr
 from cosmic_curriculum.system.clock import utc_now
 from cosmic_curriculum.system.fsio import atomic_write_json, read_json
 
-_REQUIRED = ("wins_a", "wins_b", "draws", "episodes")
+_HEAD_TO_HEAD = ("wins_a", "wins_b", "draws")
 
 
 def new_record_id() -> str:
@@ -27,15 +29,38 @@ def new_record_id() -> str:
     return f"ev-{datetime.now(UTC).strftime('%Y%m%dT%H%M%S')}-{secrets.token_hex(3)}"
 
 
+def _count(record: dict[str, Any], key: str, where: str, fix: str = "") -> None:
+    value = record.get(key)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise StateError(f"{where}: '{key}' must be a non-negative integer, got {value!r}{fix}")
+
+
 def validate_record(record: Any, where: str) -> None:
-    """Raise if ``record`` lacks the seed keys or has impossible counts."""
+    """Raise if ``record`` lacks the keys a gate reads or has impossible counts.
+
+    Every record has ``episodes``; a head-to-head record ``wins_a``, ``wins_b`` and
+    ``draws`` adding up to it; a record of a task without an opponent (a threshold
+    gate's) may have ``successes`` or ``returns`` instead of those three."""
     if not isinstance(record, dict):
         raise StateError(f"{where}: expected an object, got {type(record).__name__}")
-    for key in _REQUIRED:
-        value = record.get(key)
-        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            raise StateError(f"{where}: '{key}' must be a non-negative integer, got {value!r}")
-    if record["wins_a"] + record["wins_b"] + record["draws"] != record["episodes"]:
+    present = [k for k in _HEAD_TO_HEAD if k in record]
+    for key in _HEAD_TO_HEAD if present else ():
+        missing = (
+            ""
+            if key in record
+            else (
+                "; a head-to-head record has all of wins_a, wins_b and draws (a threshold "
+                "gate's may have none, with successes or returns)"
+            )
+        )
+        _count(record, key, where, missing)
+    _count(record, "episodes", where)
+    if not present and not ("successes" in record or "returns" in record):
+        raise StateError(
+            f"{where}: 'wins_a' is missing; write wins_a, wins_b and draws (head-to-head), "
+            "or successes or returns for a threshold gate (docs/ENVIRONMENTS.md)"
+        )
+    if present and record["wins_a"] + record["wins_b"] + record["draws"] != record["episodes"]:
         raise StateError(
             f"{where}: wins_a + wins_b + draws = "
             f"{record['wins_a'] + record['wins_b'] + record['draws']} but episodes = "

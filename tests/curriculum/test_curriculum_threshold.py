@@ -3,6 +3,7 @@ its head-to-head counts pass the margin rule (the issue's 5%-success bot)."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -47,6 +48,15 @@ def test_threshold_passes_a_bot_that_reached_the_target(ws: Path) -> None:
     data = read_state(ws)
     assert data["status"] == "done"
     assert [e["decision"] for e in data["log"]] == ["pass"]
+
+
+def test_an_evaluation_command_is_told_whether_the_gate_samples(ws: Path) -> None:
+    set_scripts(ws, eval_script={"*": {"successes": 20}})
+    with (ws / "stages.toml").open("a") as fh:
+        fh.write("deterministic = false\n")
+    run(ws)
+    evals = [json.loads(line) for line in (ws / "fake_evals.jsonl").read_text().splitlines()]
+    assert [e["deterministic"] for e in evals] == ["0"]
 
 
 def test_return_measure_is_refused_for_the_built_in_evaluator(tmp_path: Path) -> None:

@@ -9,7 +9,8 @@ object mapping a candidate bot's stem (experiment name) or ``"*"`` to ``"pass"``
 added to the record (``{"successes": 1}``: counts the margin rule passes, and what the
 threshold gate reads); ``"<stem>#<n>"`` is
 the outcome of that candidate's n-th evaluation (from 1) and comes first. ``"sleep"``
-(seconds) delays the evaluation. Each run appends ``{candidate, reference, argv}`` to
+(seconds) delays the evaluation. Each run appends ``{candidate, reference, argv,
+deterministic}`` (the last from ``COSMIC_CURRICULUM_EVAL_DETERMINISTIC``) to
 ``fake_evals.jsonl``.
 """
 
@@ -36,7 +37,12 @@ def main() -> int:
     outcome = script.get(f"{stem}#{earlier + 1}", script.get(stem, script.get("*", "pass")))
     time.sleep(float(script.get("sleep", 0)))  # type: ignore[arg-type]
     with open("fake_evals.jsonl", "a") as fh:
-        entry = {"candidate": candidate, "reference": reference, "argv": sys.argv[1:]}
+        entry = {
+            "candidate": candidate,
+            "reference": reference,
+            "argv": sys.argv[1:],
+            "deterministic": os.environ.get("COSMIC_CURRICULUM_EVAL_DETERMINISTIC"),
+        }
         fh.write(json.dumps(entry) + "\n")
     if outcome == "error":
         print("fake evaluator: crashed", file=sys.stderr)
