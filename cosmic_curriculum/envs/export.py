@@ -70,6 +70,27 @@ def _layers(modules: list[Any], where: str) -> tuple[Layer, ...]:
     return tuple(layers)
 
 
+def _transposed_space(model: Any) -> Any:
+    """The env's own observation space when SB3 transposed its channels-last images for
+    the policy (``VecTransposeImage``, e.g. MiniGrid's 7x7x3 view), else None."""
+    from stable_baselines3.common.vec_env import VecTransposeImage
+
+    env = model.get_env()
+    if isinstance(env, VecTransposeImage):
+        return env.venv.observation_space
+    return None
+
+
+def _channels_last_input(layers: tuple[Layer, ...], shape: tuple[int, ...]) -> tuple[Layer, ...]:
+    """``layers`` fed the env's (H, W, C) image flattened, where the policy was fed the
+    transposed (C, H, W) one: the first layer's columns permuted, the same function."""
+    height, width, channels = shape
+    order = np.arange(height * width * channels).reshape(channels, height, width)
+    columns = order.transpose(1, 2, 0).reshape(-1)  # env position -> policy input index
+    first = layers[0]
+    return (Layer(first.weights[:, columns], first.bias, first.activation), *layers[1:])
+
+
 def env_bot_from_model(
     model: Any, spec: EnvSpec, *, checkpoint_sha256: str | None = None
 ) -> EnvBot:
@@ -80,7 +101,10 @@ def env_bot_from_model(
 
     policy = model.policy
     algo = type(model).__name__
-    obs_space = space_of(policy.observation_space, "observation")
+    channels_last = _transposed_space(model)
+    obs_space = space_of(
+        policy.observation_space if channels_last is None else channels_last, "observation"
+    )
     action_space = space_of(policy.action_space, "action")
     head: Head
     if hasattr(policy, "q_net"):  # DQN: argmax of q_net(features)
@@ -106,6 +130,8 @@ def env_bot_from_model(
     if head == "actor" and action_space.kind == "Box":
         log_std = policy.log_std.detach().cpu().double().numpy().reshape(-1)
     layers = _layers(modules, f"the {algo} policy")
+    if channels_last is not None:
+        layers = _channels_last_input(layers, tuple(int(d) for d in channels_last.shape))
     provenance: dict[str, Any] = {"algo": algo, "timesteps": int(model.num_timesteps)}
     if checkpoint_sha256 is not None:
         provenance["checkpoint_sha256"] = checkpoint_sha256
