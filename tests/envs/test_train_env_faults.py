@@ -16,6 +16,8 @@ import pytest
 pytest.importorskip("gymnasium")
 pytest.importorskip("stable_baselines3")
 
+from cosmic_curriculum.workspace.init import init_workspace
+
 HERE = Path(__file__).resolve().parent
 
 STAGES = """\
@@ -62,9 +64,7 @@ def cli(ws: Path, *args: str) -> subprocess.CompletedProcess[str]:
 def test_an_env_fault_in_training_is_a_one_line_attempt_error(
     tmp_path: Path, fault: str, what: str
 ) -> None:
-    ws = tmp_path / "ws"
-    made = cli(tmp_path, "init", "--bare", str(ws))
-    assert made.returncode == 0, made.stdout + made.stderr
+    ws = init_workspace(tmp_path / "ws", "bare").workspace
     (ws / "stages.toml").write_text(STAGES.format(fault=fault))
 
     failed = cli(ws, "run", "--no-push")
