@@ -156,3 +156,12 @@ def test_bad_history_files_are_one_line_errors(tmp_path: Path) -> None:
     code, _, err = export("--history", str(broken))
     assert code == 1 and "'wins_b' must be a non-negative integer" in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_a_threshold_record_without_an_opponent_exports_its_own_measures() -> None:
+    from cosmic_curriculum.reports.history_table import record_row
+
+    alone = record_row({"episodes": 20, "successes": 18, "returns": [1.0] * 18 + [0.0] * 2})
+    assert (alone["wins"], alone["losses"], alone["draws"], alone["score"]) == (None,) * 4
+    assert (alone["successes"], alone["success_rate"], alone["mean_return"]) == (18, 0.9, 0.9)
+    assert record_row(SEED)["successes"] is None and record_row(SEED)["score"] == 0.75

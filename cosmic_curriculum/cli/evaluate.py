@@ -11,6 +11,7 @@ import typer
 from cosmic_curriculum.cli.app import app, enclosing_workspace, guarded, workspace_lock
 from cosmic_curriculum.defaults import (
     BOT_TIMEOUT_SECONDS,
+    ENV_EVAL_DETERMINISTIC,
     EVAL_EPISODES,
     LADDER_PAIRS,
     LOCK_WAIT_SECONDS,
@@ -73,6 +74,14 @@ def evaluate_command(
     ] = None,
     lock_wait: Annotated[float, typer.Option(min=0, help=LOCK_WAIT_HELP)] = LOCK_WAIT_SECONDS,
     bot_timeout: BotTimeout = BOT_TIMEOUT_SECONDS,
+    deterministic: Annotated[
+        bool,
+        typer.Option(
+            "--deterministic/--sample",
+            help="Env bots: their most likely action, or sampled from their policy (as a "
+            "gate's deterministic = false).",
+        ),
+    ] = ENV_EVAL_DETERMINISTIC,
 ) -> None:
     """Play CANDIDATE against REFERENCE in seat-swapped pairs and append one record.
 
@@ -94,7 +103,9 @@ def evaluate_command(
         from cosmic_curriculum.workspace import history
 
         if is_env_bot_file(Path(candidate)):
-            _evaluate_env_bots(candidate, reference, episodes, seed, history_path, lock_wait)
+            _evaluate_env_bots(
+                candidate, reference, episodes, seed, history_path, lock_wait, deterministic
+            )
             return
         rule = gate_rule_option(gate)
         settings = None
@@ -136,6 +147,7 @@ def _evaluate_env_bots(
     seed: int,
     history_path: Path,
     lock_wait: float,
+    deterministic: bool,
 ) -> None:
     """An env bot (a Gymnasium stage's) against another or `random`, by episode returns."""
     from cosmic_curriculum.envs.evaluate import RANDOM, evaluate_env
@@ -150,6 +162,7 @@ def _evaluate_env_bots(
             history_path=history_path,
             episodes=EVAL_EPISODES if episodes is None else episodes,
             seed=seed,
+            deterministic=deterministic,
         )
     print(
         f"{candidate} vs {reference}: {record['wins_a']}-{record['wins_b']}, "

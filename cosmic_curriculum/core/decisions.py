@@ -33,6 +33,9 @@ class Judgement:
     verdict: str
     summary: str
     figures: dict[str, Any] = field(default_factory=dict)
+    # the whole decision ({verdict, rule, summary, stats}) when judged here: what a
+    # record without a verdict of its own may keep as its `gate`
+    gate: dict[str, Any] | None = None
 
 
 def gate_verdict(settings: GateSettings, record: dict[str, Any]) -> tuple[str, str]:
@@ -89,7 +92,12 @@ def judge(settings: GateSettings, record: dict[str, Any]) -> Judgement:
     decision = ask(settings.planned_episodes) if len(settings.rules) > 1 else None
     if decision is None or decision.verdict == "continue":
         decision = ask(n)
-    return Judgement(str(decision.verdict), str(decision.summary), decision_figures(decision.stats))
+    return Judgement(
+        str(decision.verdict),
+        str(decision.summary),
+        decision_figures(decision.stats),
+        decision.to_dict(),
+    )
 
 
 def _missing_inputs(settings: GateSettings, record: dict[str, Any]) -> str | None:

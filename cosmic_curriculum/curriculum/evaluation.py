@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from cosmic_curriculum.core import transitions as t
+from cosmic_curriculum.core.decisions import judge
 from cosmic_curriculum.core.rules import (
     SELECTION_KEY,
     adopts_appended_record,
@@ -19,6 +20,7 @@ from cosmic_curriculum.core.rules import (
     own_record,
 )
 from cosmic_curriculum.curriculum.context import Run
+from cosmic_curriculum.curriculum.eval_stream import EpisodeStream
 from cosmic_curriculum.curriculum.launch import indent, logged_spec
 from cosmic_curriculum.curriculum.resume import (
     BuiltinBot,
@@ -51,6 +53,8 @@ def evaluate(run: Run) -> None:
     record = _own_record(run, flight.experiment, flight.started_at, flight.history_before)
     if record is None:
         record = _run_evaluation(run, flight)
+    else:  # written before a crash: perhaps before its decision was added
+        record = _with_gate(run, record, run.config.stage_gate(flight.stage_index))
     run.record(t.Evaluated(str(record["id"])), pause="evaluated")
 
 
@@ -140,7 +144,7 @@ def evaluate_bot(
     the attempt's own, fresh one)."""
     own = _own_record(run, experiment, since, history_before, tags)
     if own is not None:
-        return own
+        return _with_gate(run, own, run.config.stage_gate(run.flight.stage_index))
     return _run_evaluation(run, run.flight, experiment, seed, tags, k)
 
 
@@ -157,7 +161,8 @@ def _run_evaluation(
     record is the attempt's error (:class:`EvaluationFailedError`)."""
     name = experiment or flight.experiment
     try:
-        return _play(run, flight, experiment, seed, tags, k)
+        record = _play(run, flight, experiment, seed, tags, k)
+        return _with_gate(run, record, run.config.stage_gate(flight.stage_index))
     except BotError as exc:  # e.g. an exec: reference that stopped answering
         run.record(t.EvaluationFailed(str(exc), k))
         fault = f"evaluation failed, no record was written: {exc}"
@@ -168,6 +173,24 @@ def _run_evaluation(
             "history is intact"
         )
         raise EvaluationFailedError(str(run.paths.history), fault, run.command()) from None
+
+
+def _with_gate(run: Run, record: dict[str, Any], settings: GateSettings) -> dict[str, Any]:
+    """The record with the gate's decision on it (each rule's figures and verdict) when it
+    has none of its own (the env evaluator's, an evaluation command's); the decision then
+    reads it as it would have judged it (a crash before this write changes nothing)."""
+    if isinstance(record.get("gate"), dict):
+        return record
+    judged = judge(settings, record)
+    if judged.gate is None:  # not judgeable (e.g. counts its rules need are missing)
+        return record
+    records = history.load(run.paths.history)
+    for stored in reversed(records):
+        if stored.get("id") == record.get("id"):
+            stored["gate"] = judged.gate
+            fsio.atomic_write_json(run.paths.history, records)
+            return stored
+    return record
 
 
 def _play(
@@ -287,6 +310,7 @@ def _external_evaluation(
     assert run.config.evaluation_command is not None
     remote = run.config.launcher.evaluate_remote
     handle = _remote_evaluation(run, experiment, k) if remote else None
+    stream: EpisodeStream | None = None
     if handle is not None:
         run.reporter.info(f"{experiment}: following its evaluation job, started by an earlier run")
         before = _holder(run, k).history_before or 0
@@ -294,6 +318,14 @@ def _external_evaluation(
     else:
         before = len(history.load(run.paths.history))
         run.record(t.EvaluationStarted(before, k, utc_now() if remote else None))
+        if not remote and settings.rules != ("margin",):  # a sequential rule may stop it
+            stream = EpisodeStream(
+                run.paths.eval_stream(experiment),
+                run.paths.eval_stop(experiment),
+                settings,
+                settings.episodes,
+                run.reporter.warning,
+            )
         argv = [
             *run.resolve_program(run.config.evaluation_command),
             run.rel(candidate),
@@ -313,21 +345,31 @@ def _external_evaluation(
             argv,
             tag=run.paths.attempt_tag(experiment, "evaluate"),
             launch_id=_evaluation_launch_id(run, experiment, k) if remote else "",
-            env={DETERMINISTIC_ENV: "1" if settings.deterministic else "0"},
+            env={
+                DETERMINISTIC_ENV: "1" if settings.deterministic else "0",
+                **(stream.env() if stream is not None else {}),
+            },
         )
         try:
             handle = launcher.start(spec)
         except LaunchError as exc:
+            if stream is not None:
+                stream.close()
             run.record(t.EvaluationFailed(f"evaluation job could not be submitted: {exc}", k))
             fault = f"the evaluation job could not be submitted ({exc})"
             raise EvaluationFailedError(experiment, fault, run.command()) from None
     log_path = run.paths.log(experiment)
-    outcome = watch(
-        launcher,
-        handle,
-        timeout=run.opts.attempt_timeout,
-        grace=run.opts.grace_seconds,
-    )
+    try:
+        outcome = watch(
+            launcher,
+            handle,
+            on_poll=None if stream is None else stream.poll,
+            timeout=run.opts.attempt_timeout,
+            grace=run.opts.grace_seconds,
+        )
+    finally:
+        if stream is not None:
+            stream.close()
     if outcome.returncode != 0 or outcome.timed_out:
         tail = runner.tail_text(log_path, lines=8)
         run.record(

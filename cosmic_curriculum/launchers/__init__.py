@@ -102,14 +102,16 @@ def watch(
     handle: Handle,
     *,
     on_progress: Callable[[dict[str, Any]], None] | None = None,
+    on_poll: Callable[[], None] | None = None,
     timeout: float | None = None,
     grace: float = DEFAULT_GRACE_SECONDS,
 ) -> RunOutcome:
     """Wait for one piece of work: :func:`watch_many` with it alone, already running.
 
-    Its ``@progress`` lines go to ``on_progress``; it is stopped after ``timeout``, and by
-    any exception raised while waiting (the curriculum's signal handler raises one) before
-    that propagates, so no trainer outlives an interrupted run.
+    Its ``@progress`` lines go to ``on_progress``; ``on_poll()`` is called at every look
+    while it runs (an evaluation's streamed episodes are read there); it is stopped after
+    ``timeout``, and by any exception raised while waiting (the curriculum's signal
+    handler raises one) before that propagates, so no trainer outlives an interrupted run.
     """
     outcomes: list[RunOutcome] = []
 
@@ -124,6 +126,7 @@ def watch(
         lambda _key, outcome: outcomes.append(outcome),
         running={None: handle},
         on_progress=forward,
+        on_poll=on_poll,
         timeout=timeout,
         grace=grace,
     )
@@ -150,6 +153,7 @@ def watch_many(
     running: Mapping[Key, Handle] | None = None,
     cap: int = 1,
     on_progress: Callable[[Key, dict[str, Any]], None] | None = None,
+    on_poll: Callable[[], None] | None = None,
     timeout: float | None = None,
     grace: float = DEFAULT_GRACE_SECONDS,
 ) -> None:
@@ -200,6 +204,8 @@ def watch_many(
                     del live[key]
                     on_done(key, watched.outcome)
             if live:
+                if on_poll is not None:
+                    on_poll()
                 time.sleep(POLL_SECONDS)
     except BaseException:
         for watched in live.values():

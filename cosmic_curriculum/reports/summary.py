@@ -135,6 +135,8 @@ def _gap(record: dict[str, Any]) -> tuple[float, float]:
 def _elo(record: dict[str, Any]) -> tuple[float | None, float | None]:
     """Elo of the candidate over its reference and its 95% error (None when unbounded)."""
     elo, err = record.get("elo"), record.get("elo_err95")
+    if not isinstance(elo, int | float) and "wins_a" not in record:
+        return None, None  # a record without an opponent (a threshold gate's): no Elo
     if not isinstance(elo, int | float):
         est = stats.elo_estimate(record["wins_a"], record["wins_b"], record["draws"])
         elo, err = est.elo, est.err95

@@ -174,6 +174,14 @@ class Layout(NamedTuple):
     def log(self, experiment: str) -> Path:
         return self.logs / f"{experiment}.log"
 
+    def eval_stream(self, experiment: str) -> Path:
+        """Where an evaluation command may stream its episodes (never committed)."""
+        return self.logs / f"{experiment}.episodes.jsonl"
+
+    def eval_stop(self, experiment: str) -> Path:
+        """Made once the gate has decided on the streamed episodes: the evaluator stops."""
+        return self.logs / f"{experiment}.eval-stop"
+
     def curve(self, experiment: str) -> Path:
         return self.logs / f"{experiment}.curve.png"
 

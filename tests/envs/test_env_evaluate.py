@@ -183,3 +183,22 @@ def test_an_env_that_never_ends_is_cut_and_fails(
     assert record["cut_episodes"] == 4 and record["successes"] == 0
     assert record["returns"] == [25.0] * 4 and record["max_steps"] == 25
     assert json.loads((tmp_path / "h.json").read_text())[0]["draws"] == 4
+
+
+def test_evaluate_plays_env_bots_greedy_or_sampled(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from cosmic_curriculum.cli import app
+
+    bot = tmp_path / "bots" / "pole.json"
+    save_env_bot(uniform_cartpole_bot(), bot)  # greedy: always push left; sampled: random
+    hist = tmp_path / "eval_history.json"
+    for flag in ("--deterministic", "--sample"):
+        argv = ["evaluate", str(bot), "random", "-n", "10", "--history", str(hist), flag]
+        result = CliRunner().invoke(app, argv)
+        assert result.exit_code == 0, result.output
+    greedy, sampled = history.load(hist)
+    assert greedy["deterministic"] is True and sampled["deterministic"] is False
+    assert greedy["seeds"] == sampled["seeds"]
+    assert max(greedy["returns"]) <= 12  # pushed left every step, the pole falls at once
+    assert sum(sampled["returns"]) > sum(greedy["returns"])

@@ -7,11 +7,12 @@ object mapping a candidate bot's stem (experiment name) or ``"*"`` to ``"pass"``
 ``"fail"``, ``"boundary"`` (a gap of exactly the 0.15 margin: a fail), ``"error"``
 (exit 4 without a record), explicit ``[wins_a, wins_b, draws]`` or an object of keys
 added to the record (``{"successes": 1}``: counts the margin rule passes, and what the
-threshold gate reads); ``"<stem>#<n>"`` is
+threshold gate reads; ``"drop": [keys]`` leaves those keys out); ``"<stem>#<n>"`` is
 the outcome of that candidate's n-th evaluation (from 1) and comes first. ``"sleep"``
-(seconds) delays the evaluation. Each run appends ``{candidate, reference, argv,
-deterministic}`` (the last from ``COSMIC_CURRICULUM_EVAL_DETERMINISTIC``) to
-``fake_evals.jsonl``.
+(seconds) delays the evaluation. ``{"stream": [episode lines], "stop_after": n}`` streams
+the episodes to ``COSMIC_CURRICULUM_EVAL_STREAM`` and stops at the stop file. Each run
+appends ``{candidate, reference, argv, deterministic}`` (the last from
+``COSMIC_CURRICULUM_EVAL_DETERMINISTIC``) to ``fake_evals.jsonl``.
 """
 
 from __future__ import annotations
@@ -59,23 +60,60 @@ def main() -> int:
     else:
         wins_a, wins_b, _ = outcome  # type: ignore[misc]
     draws = episodes - wins_a - wins_b
+    streamed = outcome.get("stream") if isinstance(outcome, dict) else None
+    if streamed and os.environ.get("COSMIC_CURRICULUM_EVAL_STREAM"):
+        outcome = dict(outcome) | _stream(streamed, episodes, int(outcome.get("stop_after", 0)))
+        wins_a, wins_b, draws = outcome["wins_a"], outcome["wins_b"], outcome["draws"]
+        episodes = outcome["episodes"]
     path = Path("eval_history.json")
     records = json.loads(path.read_text()) if path.exists() else []
-    records.append(
-        {
-            "wins_a": wins_a,
-            "wins_b": wins_b,
-            "draws": draws,
-            "episodes": episodes,
-            "candidate": candidate,
-            "reference": reference,
-        }
-        | (outcome if isinstance(outcome, dict) else {})
-    )
+    record = {
+        "wins_a": wins_a,
+        "wins_b": wins_b,
+        "draws": draws,
+        "episodes": episodes,
+        "candidate": candidate,
+        "reference": reference,
+    } | (outcome if isinstance(outcome, dict) else {})
+    for key in ("stream", "stop_after"):
+        record.pop(key, None)
+    for key in record.pop("drop", []):  # e.g. a threshold record without wins/draws
+        record.pop(key, None)
+    records.append(record)
     tmp = path.with_name(".eval_history.json.tmp-fake")
     tmp.write_text(json.dumps(records, indent=2) + "\n")
     os.replace(tmp, path)
     return 0
+
+
+def _stream(lines: list[dict[str, object]], episodes: int, stop_after: int) -> dict[str, object]:
+    """Stream the episodes (``lines`` cycled) one by one as the contract says, stopping when
+    the curriculum makes the stop file; after episode ``stop_after`` wait for it (up to
+    30 s), so a test knows where the gate must have decided. The record's counts."""
+    stream = Path(os.environ["COSMIC_CURRICULUM_EVAL_STREAM"])
+    stop = Path(os.environ["COSMIC_CURRICULUM_EVAL_STOP"])
+    played: list[dict[str, object]] = []
+    for i in range(episodes):
+        if stop.exists():
+            break
+        line = lines[i % len(lines)]
+        played.append(line)
+        with stream.open("a") as fh:
+            fh.write(json.dumps(line) + "\n")
+        if i + 1 == stop_after:
+            for _ in range(300):
+                if stop.exists():
+                    break
+                time.sleep(0.1)
+    results = [p.get("result") for p in played]
+    return {
+        "wins_a": results.count(1),
+        "wins_b": results.count(-1),
+        "draws": results.count(0),
+        "episodes": len(played),
+        "successes": sum(bool(p.get("success")) for p in played),
+        "streamed": True,
+    }
 
 
 if __name__ == "__main__":
