@@ -2,7 +2,8 @@
 gated by the built-in env evaluator, with tiny budgets:
 
 - a two-stage 5x5 -> 6x6 curriculum runs to done under a lenient gate, and a git clone of
-  the workspace (no checkpoints/) replays the committed bots with `evaluate`;
+  the workspace (no checkpoints/) replays the committed bots with `evaluate`, the gate's
+  episodes exactly;
 - kill -9 of the run and its trainer's group mid-training: the next `run` continues the
   attempt from its step checkpoint (the trainer says "continuing"), trains nothing twice
   and finishes;
@@ -124,12 +125,16 @@ def test_two_doorkey_stages_run_to_done_and_replay_from_a_clone(tmp_path: Path) 
     subprocess.run(["git", "clone", "-q", str(ws), str(clone)], check=True)
     assert not (clone / "checkpoints").exists()
     for experiment, record in (("curric-s1-5x5", first), ("curric-s2-6x6", second)):
-        replay = cli(clone, "evaluate", f"bots/{experiment}.json", "random", "-n", "8")
+        # The gate's own episodes again: its seed, its episode count, sampled actions.
+        n, seed = str(record["episodes"]), str(record["seed"])
+        bot = f"bots/{experiment}.json"
+        replay = cli(clone, "evaluate", bot, "random", "-n", n, "--seed", seed, "--sample")
         assert replay.returncode == 0, replay.stdout + replay.stderr
-        assert re.search(r"\d+/8 successes", replay.stdout), replay.stdout
+        assert f"{record['successes']}/{n} successes" in replay.stdout, replay.stdout
         replayed = history(clone)[-1]
         assert replayed["candidate_sha256"] == record["candidate_sha256"]  # the gated bot
-        assert replayed["env"] == record["env"] and replayed["episodes"] == 8
+        assert replayed["env"] == record["env"] and replayed["seeds"] == record["seeds"]
+        assert replayed["returns"] == record["returns"]
 
 
 @pytest.mark.slow
