@@ -177,7 +177,12 @@ def attach_command(
 @app.command("init", cls=OneLineUsageCommand)
 def init_command(
     workspace: Annotated[Path, typer.Argument(help="Directory to create (empty or new).")],
-    preset: Annotated[str, typer.Option(help="Curriculum preset: default, quick, bare.")] = PRESET,
+    preset: Annotated[
+        str,
+        typer.Option(
+            help="Curriculum preset: default, quick (the arena), bare, doorkey (MiniGrid)."
+        ),
+    ] = PRESET,
     bare: Annotated[
         bool,
         typer.Option(
@@ -187,8 +192,8 @@ def init_command(
         ),
     ] = False,
 ) -> None:
-    """Create a fresh workspace: stages.toml, rookie and veteran bots, training script,
-    state, git."""
+    """Create a fresh workspace: stages.toml, state, git; the arena's presets add the
+    rookie and veteran bots and the training script."""
 
     def go() -> None:
         from cosmic_curriculum.errors import ConfigError

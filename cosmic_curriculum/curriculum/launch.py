@@ -21,7 +21,7 @@ from cosmic_curriculum.system.clock import utc_now
 from cosmic_curriculum.system.processes import start_problem
 from cosmic_curriculum.workspace.stage_trainer import stage_trainer
 from cosmic_curriculum.workspace.state import Attempt
-from cosmic_curriculum.workspace.trainer_log import launch_header
+from cosmic_curriculum.workspace.trainer_log import launch_header, trainer_error
 
 
 def training_argv(
@@ -75,7 +75,9 @@ def outcome_problem(run: Run, outcome: RunOutcome, experiment: str) -> str | Non
         code = outcome.returncode
         if code is not None and code < 0:
             return f"was killed by signal {-code}"
-        return f"exited with status {code}"
+        # The trainer's own last word, when it said one line, is the attempt's error.
+        said = trainer_error(runner.tail_text(run.paths.log(experiment), lines=4))
+        return f"exited with status {code}" + (f": {said}" if said else "")
     try:
         check_experiment_artefacts(run, experiment)
     except TrainerError as exc:

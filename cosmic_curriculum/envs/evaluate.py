@@ -12,15 +12,14 @@ The record also holds ``successes``, ``returns`` (the candidate's, one per episo
 the ``seeds``, so the threshold gate judges it too.
 
 Candidate and reference are env bot files (or their ONNX twins); a reference may be
-``random`` (uniform over the action space,
-seeded). An env that raises or returns a non-finite observation is one line, and no
-record is written.
+``random`` (uniform over the action space, seeded). An env that raises, or returns a
+non-finite or wrongly shaped observation or a non-finite reward, is one line
+(:mod:`.guard`), and no record is written.
 """
 
 from __future__ import annotations
 
 import hashlib
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +28,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from cosmic_curriculum.defaults import ENV_EVAL_BATCH, ENV_MAX_EPISODE_STEPS
+from cosmic_curriculum.envs import guard
 from cosmic_curriculum.envs.gymnasium import make_env
 from cosmic_curriculum.envs.onnx_twin import EnvTwin, load_env_player
 from cosmic_curriculum.envs.policy import EnvBot
@@ -73,8 +73,7 @@ def episode_seeds(seed: int, episodes: int) -> list[int]:
 
 def step_cap(env: Any) -> int:
     """The env's own TimeLimit, else the default cap."""
-    limit = getattr(getattr(env, "spec", None), "max_episode_steps", None)
-    return int(limit) if isinstance(limit, int) and limit > 0 else ENV_MAX_EPISODE_STEPS
+    return guard.step_cap(env, ENV_MAX_EPISODE_STEPS)
 
 
 class EnvRunner:
@@ -86,21 +85,25 @@ class EnvRunner:
         self.cap = step_cap(self.envs[0])
         self.success_return = success_return
         self.discrete = type(self.envs[0].action_space).__name__ == "Discrete"
+        self.shape = guard.space_shape(self.envs[0].observation_space)
 
     def close(self) -> None:
         for env in self.envs:
             env.close()
 
     def _fail(self, what: str, seed: int, exc: BaseException | None = None) -> EvaluationError:
-        cause = f" ({type(exc).__name__}: {' '.join(str(exc).split())})" if exc else ""
+        cause = f" ({guard.one_line(exc)})" if exc else ""
         return EvaluationError(
             f"env {self.name!r} {what} on episode seed {seed}{cause}; fix the env or the "
             "stage's env spec"
         )
 
     def _observation(self, obs: Any, seed: int) -> Any:
-        if not all_finite(obs):
-            raise self._fail("returned a non-finite or non-numeric observation", seed)
+        fault = guard.observation_fault(obs, self.shape)
+        if fault is None and self.shape is None and not all_finite(obs):  # a Dict's parts
+            fault = "returned a non-finite or non-numeric observation"
+        if fault is not None:
+            raise self._fail(fault, seed)
         return obs
 
     def play(
@@ -138,9 +141,10 @@ class EnvRunner:
                 except Exception as exc:
                     raise self._fail("raised during step", seeds[i], exc) from None
                 obs[i] = self._observation(nxt, seeds[i])
+                fault = guard.reward_fault(reward)
+                if fault is not None:
+                    raise self._fail(fault, seeds[i])
                 totals[i] += float(reward)
-                if not math.isfinite(totals[i]):
-                    raise self._fail("returned a non-finite reward", seeds[i])
                 steps[i] += 1
                 if isinstance(info, dict) and "is_success" in info:
                     success[i] = bool(info["is_success"])

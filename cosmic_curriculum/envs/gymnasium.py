@@ -16,8 +16,13 @@ from typing import Any
 from cosmic_curriculum.errors import ConfigError
 from cosmic_curriculum.workspace.env_config import EnvSpec, WrapperCall
 
-# Modules whose package has another name, or that users often lack: the package to install.
-INSTALL_HINTS = {"minigrid": "minigrid", "pettingzoo": "pettingzoo", "gymnasium": "gymnasium"}
+# Modules whose package has another name, or that users often lack: what to install (the
+# optional extra of cosmic-curriculum that brings it, where there is one).
+INSTALL_HINTS = {
+    "minigrid": "'cosmic-curriculum[minigrid]'",
+    "pettingzoo": "pettingzoo",
+    "gymnasium": "gymnasium",
+}
 
 
 class EnvSpecError(ConfigError):

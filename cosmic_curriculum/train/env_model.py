@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from cosmic_curriculum.defaults import ENV_PPO_N_STEPS, ENV_SUBPROC_STEP_SECONDS
 from cosmic_curriculum.envs.algos import algo_class, sb3_kwargs
+from cosmic_curriculum.envs.guard import guarded_env
 from cosmic_curriculum.envs.gymnasium import make_env
 from cosmic_curriculum.errors import ConfigError, TrainerError
 from cosmic_curriculum.system.fsio import atomic_write_bytes
@@ -48,7 +49,7 @@ def _worker_env(spec: EnvSpec) -> Any:
     (the curriculum signals the whole group; the trainer saves, then closes its workers)."""
     for sig in STOP_SIGNALS:
         signal.signal(sig, signal.SIG_IGN)
-    return make_env(spec)
+    return guarded_env(make_env(spec), in_worker=True)
 
 
 def _usable_cores() -> int:
@@ -96,7 +97,8 @@ def vec_env(settings: EnvTrainSettings) -> tuple[Any, str]:
         )
     else:
         venv = make_vec_env(
-            lambda: make_env(spec),
+            # Each copy is guarded: an env's fault ends the training in one line.
+            lambda: guarded_env(make_env(spec)),
             n_envs=settings.n_envs,
             seed=settings.seed,
             vec_env_cls=DummyVecEnv,

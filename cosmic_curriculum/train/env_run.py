@@ -34,9 +34,10 @@ from cosmic_curriculum.defaults import (
 )
 from cosmic_curriculum.envs.algos import algo_class, check_action_space, choose_policy
 from cosmic_curriculum.envs.export import env_bot_from_model
+from cosmic_curriculum.envs.guard import EnvFault
 from cosmic_curriculum.envs.onnx_twin import write_twin_or_warn
 from cosmic_curriculum.envs.policy import save_env_bot
-from cosmic_curriculum.errors import ConfigError
+from cosmic_curriculum.errors import ConfigError, TrainerError
 from cosmic_curriculum.progress import format_progress
 from cosmic_curriculum.train.env_model import (
     loaded_model,
@@ -279,11 +280,24 @@ def _train(
         flush=True,
     )
     if left > 0 and stop.signum is None:
-        model.learn(
-            total_timesteps=left,
-            callback=_callback(settings, layout, stop, done),
-            reset_num_timesteps=not continued,
-        )
+        try:
+            model.learn(
+                total_timesteps=left,
+                callback=_callback(settings, layout, stop, done),
+                reset_num_timesteps=not continued,
+            )
+        except EnvFault as fault:
+            # One line, the last of the log: the attempt error quotes it.
+            raise TrainerError(fault.at(int(model.num_timesteps))) from None
+        except (EOFError, ConnectionError) as exc:
+            if kind != "subproc":
+                raise
+            # A worker that met an env fault said so in its own `error:` line and exited.
+            raise TrainerError(
+                f"an env worker process ended after {int(model.num_timesteps)} training "
+                f"timesteps ({type(exc).__name__}); the worker's line above says why; fix "
+                "the env, or train with --vec-env dummy to see it here"
+            ) from None
     if stop.signum is not None:
         path = save_step(model, layout, settings.experiment, settings.keep_checkpoints)
         name = signal.Signals(stop.signum).name

@@ -14,11 +14,13 @@ from cosmic_curriculum.system import fsio
 from cosmic_curriculum.workspace.config import CurriculumConfig
 from cosmic_curriculum.workspace.config_errors import describe
 
-PRESETS = ("default", "quick", "bare")
+PRESETS = ("default", "quick", "bare", "doorkey")
+# The presets of the arena game: their workspaces get its scripted bots and trainer script.
+ARENA_PRESETS = ("default", "quick")
 
 
 def preset_path(name: str) -> Path:
-    """The packaged `stages.toml` of a preset (``default``, ``quick`` or ``bare``)."""
+    """The packaged `stages.toml` of a preset (one of :data:`PRESETS`)."""
     if name not in PRESETS:
         raise ConfigError(f"--preset {name!r} is unknown; choose one of: {', '.join(PRESETS)}")
     return DATA_DIR / "presets" / f"{name}.toml"

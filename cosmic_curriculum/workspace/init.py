@@ -15,7 +15,7 @@ from cosmic_curriculum import DATA_DIR
 from cosmic_curriculum.defaults import BARE_PRESET, PRESET
 from cosmic_curriculum.errors import ConfigError, CurriculumError
 from cosmic_curriculum.system.fsio import atomic_write_json, atomic_write_text
-from cosmic_curriculum.workspace.config_file import preset_path
+from cosmic_curriculum.workspace.config_file import ARENA_PRESETS, preset_path
 from cosmic_curriculum.workspace.layout import (
     HISTORY_FILE,
     LOCK_FILE,
@@ -67,9 +67,10 @@ def _write_scripted(ws: Path, name: str) -> None:
 def init_workspace(path: Path, preset: str = PRESET) -> InitResult:
     """Create a fresh workspace at ``path`` (or fill in what an existing one lacks).
 
-    Never overwrites a file; refuses a non-empty directory that is not a workspace. The
-    bare preset gets neither the arena's bots nor its training script: its trainer,
-    evaluator and reference are the user's (docs/ENVIRONMENTS.md).
+    Never overwrites a file; refuses a non-empty directory that is not a workspace. Only
+    the arena's presets get its bots and training script: the bare preset's trainer,
+    evaluator and reference are the user's (docs/ENVIRONMENTS.md), and an env preset
+    (doorkey) trains with the built-in `train-env` against `{builtin = "random"}`.
     """
     ws = Path(path).resolve()
     source = preset_path(preset)
@@ -90,20 +91,21 @@ def init_workspace(path: Path, preset: str = PRESET) -> InitResult:
     if not (ws / "stages.toml").exists():
         atomic_write_text(ws / "stages.toml", source.read_text(encoding="utf-8"))
         created.append("stages.toml")
-    bare = preset == BARE_PRESET
-    for name in () if bare else SCRIPTED_BOTS:
+    arena = preset in ARENA_PRESETS
+    for name in SCRIPTED_BOTS if arena else ():
         bot = f"bots/{name}.json"
         if not (ws / bot).exists():
             _write_scripted(ws, name)
             created.append(bot)
     trainer = ws / "scripts" / "run_training.sh"
     shipped_trainer = DATA_DIR / "run_training.sh"
-    if bare:
+    if preset == BARE_PRESET:
         notes.append(
             "fill in training_command, evaluation_command and reference_bot in "
             "stages.toml (docs/ENVIRONMENTS.md; examples/gymnasium/ is a complete pair)"
         )
-    elif not trainer.exists():
+    notes += _missing_extras(preset)
+    if arena and not trainer.exists():
         if shipped_trainer.is_file():
             shutil.copyfile(shipped_trainer, trainer)
             trainer.chmod(0o755)
@@ -124,6 +126,21 @@ def init_workspace(path: Path, preset: str = PRESET) -> InitResult:
         created.append(".gitignore")
     notes += _init_git(ws, created)
     return InitResult(workspace=ws, created=created, notes=notes, already=already)
+
+
+# The optional extra an env preset needs: (preset, module, extra).
+PRESET_EXTRAS = (("doorkey", "minigrid", "minigrid"),)
+
+
+def _missing_extras(preset: str) -> list[str]:
+    """A note for each module the preset's envs need that is not installed."""
+    import importlib.util
+
+    return [
+        f"the {preset} preset needs {module}: pip install 'cosmic-curriculum[{extra}]'"
+        for name, module, extra in PRESET_EXTRAS
+        if name == preset and importlib.util.find_spec(module) is None
+    ]
 
 
 def _init_git(ws: Path, created: list[str]) -> list[str]:

@@ -16,6 +16,8 @@ from cosmic_curriculum.progress import parse_progress_line
 from cosmic_curriculum.system.processes import tail_text
 
 HEADER_BYTES = 4096  # a launch header is one line of the command: this covers any sane one
+# How cosmic-curriculum's commands (and any trainer that follows them) say their last word.
+ERROR_PREFIX = "error: "
 
 
 def launch_header(now: str, argv: Sequence[str]) -> str:
@@ -46,4 +48,13 @@ def latest_progress(log: Path) -> dict[str, Any] | None:
         progress = parse_progress_line(line)
         if progress is not None:
             return progress
+    return None
+
+
+def trainer_error(tail: str) -> str | None:
+    """The trainer's own one-line error: the last non-empty line of its log's ``tail``
+    when that is ``error: <text>`` (``train-env`` ends so on a fault), else None."""
+    lines = [line.strip() for line in tail.splitlines() if line.strip()]
+    if lines and lines[-1].startswith(ERROR_PREFIX):
+        return lines[-1][len(ERROR_PREFIX) :].strip() or None
     return None

@@ -48,11 +48,16 @@ def test_an_unknown_id_names_the_close_matches(tmp_path: Path) -> None:
     assert "did you mean 'FrozenLake-v1'" in message and "fix env.id" in message
 
 
-def test_a_missing_module_names_the_package_to_install(tmp_path: Path) -> None:
+def test_a_missing_module_names_the_package_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "minigrid", None)  # as if it were not installed
     text = LAKE.replace("[defaults]", 'imports = ["minigrid"]\n[defaults]')
     message = problem(tmp_path, text + '[[stages]]\nname = "a"\n')
     assert "env.imports 'minigrid': no module named 'minigrid'" in message
-    assert "pip install minigrid" in message
+    assert "pip install 'cosmic-curriculum[minigrid]'" in message
+    absent = LAKE.replace("[defaults]", 'imports = ["no_such_envs"]\n[defaults]')
+    assert "pip install no_such_envs" in problem(tmp_path, absent + '[[stages]]\nname = "a"\n')
 
 
 def test_a_module_that_fails_to_import_is_named(

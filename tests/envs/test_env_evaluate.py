@@ -127,6 +127,11 @@ class EndlessEnv(NanEnv):
         return np.zeros(2, np.float32), 1.0, False, False, {}
 
 
+class ShapeEnv(NanEnv):
+    def step(self, action: Any) -> Any:
+        return np.zeros(3, np.float32), 0.0, False, False, {}
+
+
 class BrokenEnv(NanEnv):
     def reset(self, *, seed: int | None = None, options: Any = None) -> Any:
         raise RuntimeError("the simulator\nfell over")
@@ -134,7 +139,8 @@ class BrokenEnv(NanEnv):
 
 @pytest.fixture(scope="module", autouse=True)
 def registered() -> None:
-    for name, cls in (("NanEnv", NanEnv), ("EndlessEnv", EndlessEnv), ("BrokenEnv", BrokenEnv)):
+    envs = (("NanEnv", NanEnv), ("EndlessEnv", EndlessEnv), ("BrokenEnv", BrokenEnv))
+    for name, cls in (*envs, ("ShapeEnv", ShapeEnv)):
         if f"{name}-v0" not in gymnasium.registry:
             gymnasium.register(id=f"{name}-v0", entry_point=cls)
 
@@ -148,7 +154,12 @@ def box_bot(env_id: str) -> EnvBot:
 
 
 @pytest.mark.parametrize(
-    ("env_id", "fault"), [("NanEnv-v0", "non-finite"), ("BrokenEnv-v0", "during reset")]
+    ("env_id", "fault"),
+    [
+        ("NanEnv-v0", "non-finite"),
+        ("BrokenEnv-v0", "during reset"),
+        ("ShapeEnv-v0", "observation of shape (3,), not its space's (2,)"),
+    ],
 )
 def test_a_faulty_env_is_one_line_and_no_record(env_id: str, fault: str, tmp_path: Path) -> None:
     bot = tmp_path / "bot.json"

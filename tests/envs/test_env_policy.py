@@ -85,6 +85,33 @@ def test_uint8_images_are_divided_by_255(tmp_path: Path) -> None:
     assert np.array_equal(bot.act(obs), model.predict(obs, deterministic=True)[0])
 
 
+class ColourImageEnv(ImageEnv):
+    """Channels-last colour images, which SB3 transposes for the policy."""
+
+    observation_space = gymnasium.spaces.Box(0, 255, (8, 6, 3), np.uint8)
+
+
+@pytest.mark.parametrize("normalize_images", [True, False])
+def test_channels_last_images_play_as_the_env_gives_them(
+    tmp_path: Path, normalize_images: bool
+) -> None:
+    from stable_baselines3.common.env_util import make_vec_env
+
+    s = spec("CartPole-v1")  # recorded only
+    model = sb3.PPO(
+        "MlpPolicy",
+        make_vec_env(ColourImageEnv, n_envs=2, seed=0),
+        policy_kwargs={"normalize_images": normalize_images},
+        seed=4,
+        device="cpu",
+    )
+    assert model.policy.observation_space.shape == (3, 8, 6)  # what the policy is fed
+    bot = roundtrip(model, s, tmp_path)
+    assert bot.observation_space.shape == (8, 6, 3)  # what the env gives
+    obs = np.stack([ColourImageEnv.observation_space.sample() for _ in range(300)])
+    assert np.array_equal(bot.act(obs), model.predict(obs, deterministic=True)[0])
+
+
 def test_discrete_sampling_follows_the_logits(tmp_path: Path) -> None:
     s = spec("FrozenLake-v1", map_name="4x4", is_slippery=False)
     model = sb3.PPO("MlpPolicy", make_env(s), seed=3, device="cpu")
