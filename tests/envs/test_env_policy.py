@@ -12,9 +12,10 @@ import pytest
 gymnasium = pytest.importorskip("gymnasium")
 sb3 = pytest.importorskip("stable_baselines3")
 
-from cosmic_curriculum.envs.export import env_bot_from_model  # noqa: E402
+from cosmic_curriculum.envs.export import env_bot_from_model, space_of  # noqa: E402
 from cosmic_curriculum.envs.gymnasium import make_env  # noqa: E402
 from cosmic_curriculum.envs.policy import load_env_bot, save_env_bot  # noqa: E402
+from cosmic_curriculum.envs.spaces import same_space  # noqa: E402
 from cosmic_curriculum.errors import BotError  # noqa: E402
 from cosmic_curriculum.workspace.env_config import EnvSpec  # noqa: E402
 
@@ -107,7 +108,9 @@ def test_channels_last_images_play_as_the_env_gives_them(
     )
     assert model.policy.observation_space.shape == (3, 8, 6)  # what the policy is fed
     bot = roundtrip(model, s, tmp_path)
-    assert bot.observation_space.shape == (8, 6, 3)  # what the env gives
+    # The bot keeps the policy's (C, H, W) space and plays the env's (H, W, C) images.
+    env_space = space_of(ColourImageEnv.observation_space, "observation")
+    assert same_space(env_space, bot.observation_space)
     obs = np.stack([ColourImageEnv.observation_space.sample() for _ in range(300)])
     assert np.array_equal(bot.act(obs), model.predict(obs, deterministic=True)[0])
 
