@@ -44,3 +44,9 @@ def signed(x: float, digits: int) -> str:
     if float(text) == 0.0:
         text = f"{0.0:+.{digits}f}"
     return text.replace("-", "−")
+
+
+def format_return(x: float) -> str:
+    """An episode return for people: whole numbers from 1,000 up (a Pendulum's -1463, not
+    -1.46e+03), else four significant digits."""
+    return f"{x:.0f}" if abs(x) >= 1000 else f"{x:.4g}"

@@ -103,3 +103,19 @@ def test_the_score_imports_nothing() -> None:
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert json.loads(out.stdout) == ["cosmic_curriculum", "cosmic_curriculum.scoring"]
+
+
+@pytest.mark.parametrize(
+    ("x", "shown"),
+    [
+        (-1463.24, "-1463"),
+        (500.0, "500"),
+        (0.27, "0.27"),
+        (-0.123456, "-0.1235"),
+        (0.0, "0"),
+        (12345678.9, "12345679"),
+        (999.96, "1000"),
+    ],
+)
+def test_returns_read_without_exponents(x: float, shown: str) -> None:
+    assert scoring.format_return(x) == shown

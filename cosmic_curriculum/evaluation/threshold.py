@@ -24,7 +24,7 @@ from numpy.typing import NDArray
 from cosmic_curriculum.defaults import SIMULATE_RETURN_SD, SIMULATE_WEAK_SUCCESS
 from cosmic_curriculum.evaluation import stats
 from cosmic_curriculum.evaluation.verdicts import Verdict
-from cosmic_curriculum.scoring import signed
+from cosmic_curriculum.scoring import format_return, signed
 from cosmic_curriculum.workspace.config import GateSettings
 
 
@@ -131,8 +131,15 @@ def decide_return(
         "decided_at_cap": verdict != "continue" and low <= target <= high,
         "verdict": verdict,
     }
-    shown = f"95% {low:.3g}–{high:.3g}" if math.isfinite(high) else "no interval yet"
-    summary = f"mean return {mean:.3g} over {n} episodes ({shown}) vs target {target:g} → {verdict}"
+    shown = (
+        f"95% {format_return(low)}–{format_return(high)}"
+        if math.isfinite(high)
+        else "no interval yet"
+    )
+    summary = (
+        f"mean return {format_return(mean)} over {n} episodes ({shown}) "
+        f"vs target {target:g} → {verdict}"
+    )
     return verdict, summary, info
 
 

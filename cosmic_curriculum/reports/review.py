@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from cosmic_curriculum.scoring import signed
+from cosmic_curriculum.scoring import format_return, signed
 
 if TYPE_CHECKING:  # pydantic: a cached `status` never imports it
     from cosmic_curriculum.workspace.gate_settings import GateSettings
@@ -37,8 +37,8 @@ def threshold_figures(fig: dict[str, Any]) -> tuple[str, str]:
     n = fig.get("episodes", "?")
     if fig.get("measure") == "return":
         low, high = _pair(fig.get("mean_return_ci95"))
-        mean = _bound(fig.get("mean_return"), lambda x: f"{x:.3g}")
-        ci = f"{_bound(low, lambda x: f'{x:.3g}')}–{_bound(high, lambda x: f'{x:.3g}')}"
+        mean = _bound(fig.get("mean_return"), format_return)
+        ci = f"{_bound(low, format_return)}–{_bound(high, format_return)}"
         return f"{n} episodes", f"mean return {mean} (95% {ci}) vs target {target}"
     low, high = _pair(fig.get("success_rate_ci95"))
     ci = f"{_bound(low, lambda x: f'{x:.0%}')}–{_bound(high, lambda x: f'{x:.0%}')}"
