@@ -80,7 +80,12 @@ def test_unknown_preset(tmp_path: Path) -> None:
         ("max_retries = -1\n" + ONE_STAGE, [":1:", "max_retries", "greater than or equal to 0"]),
         ("eval_episodes = 0\n" + ONE_STAGE, ["eval_episodes"]),
         ("colour = 1\n" + ONE_STAGE, [":1:", "unknown key 'colour'"]),
-        (ONE_STAGE + "flagz = []\n", [":3:", "stages[0].flagz", "unknown key"]),
+        (ONE_STAGE + "flagz = []\n", [":3:", "stages[0].flagz", "unknown key", "README.md"]),
+        (
+            '[env]\nkind = "gymnasium"\nidd = "X"\n' + ONE_STAGE,
+            [":3:", "env.idd", "unknown key", "docs/ENVIRONMENTS.md"],
+        ),
+        (ONE_STAGE + "[launcher]\nnodes = 2\n", ["launcher.nodes", "docs/SCALING.md"]),
         ('[[stages]]\nname = "a/b"\n', [":2:", "stages[0].name", "a-z, 0-9"]),
         ('[[stages]]\nname = ".."\n', ["stages[0].name"]),
         (ONE_STAGE + ONE_STAGE, ["stages", "used twice"]),

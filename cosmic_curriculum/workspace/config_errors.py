@@ -16,6 +16,18 @@ from pydantic import ValidationError
 REFERENCE_TAGS = ("path", "exec")
 
 
+def _keys_doc(loc: tuple[Any, ...]) -> str:
+    """Where the keys of the table at ``loc`` are documented."""
+    tables = {str(part) for part in loc[:-1]}
+    if tables & {"env", "trainer"}:
+        return "docs/ENVIRONMENTS.md"
+    if "gate" in tables:
+        return "docs/GATES.md"
+    if "launcher" in tables:
+        return "docs/SCALING.md"
+    return "README.md, `stages.toml`"
+
+
 def describe(path: Path, text: str, exc: ValidationError) -> str:
     """The first validation error as `file:line: key: problem`."""
     err = exc.errors()[0]
@@ -24,7 +36,7 @@ def describe(path: Path, text: str, exc: ValidationError) -> str:
     line = _locate(text, loc)
     where = f"{path}:{line}" if line else str(path)
     if err["type"] == "extra_forbidden":
-        problem = f"unknown key '{loc[-1]}'; check its spelling (see docs/ARCHITECTURE.md)"
+        problem = f"unknown key '{loc[-1]}'; check its spelling (see {_keys_doc(loc)})"
     elif err["type"] == "missing":
         problem = "is required"
     else:
