@@ -209,6 +209,7 @@ def test_batch_seeds_are_distinct_and_stable() -> None:
     assert evaluate.batch_seed(5, 2) != evaluate.batch_seed(2, 5)
 
 
+@pytest.mark.slow
 def test_replay_png_and_gif(bots: dict[str, Path], tmp_path: Path) -> None:
     out = tmp_path / "match.png"
     info = evaluate.render_replay(bots["rookie"], bots["random"], out, seed=1, game=FAST)

@@ -305,6 +305,7 @@ def test_bad_reference_bot_is_refused_before_training(tmp_path: Path, fault: str
     assert snapshot(ws) == before
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fault", ["wrong-shapes", "nan-weights", "wrong-observation-size"])
 def test_bad_trained_bot_is_an_attempt_error_and_rerun_retrains(tmp_path: Path, fault: str) -> None:
     ws = builtin_eval_ws(tmp_path)
@@ -344,6 +345,7 @@ def test_trainer_killed_by_a_signal_is_an_attempt_error(ws: Path) -> None:
     assert completed_trainings(ws) == EXPS
 
 
+@pytest.mark.slow
 def test_attempt_timeout_option_stops_a_hanging_trainer(ws: Path) -> None:
     set_scripts(ws, trainer_script={"*": {"mode": "hang", "step_seconds": 0.05}})
     t0 = time.monotonic()
@@ -478,6 +480,7 @@ def test_hanging_remote_times_out_training_goes_on_and_push_is_retried(
     assert read_state(ws)["push_pending"] is False
 
 
+@pytest.mark.slow
 def test_git_missing_from_path_the_cli_warns_and_runs_without_commits(
     ws: Path, tmp_path: Path
 ) -> None:
@@ -505,6 +508,7 @@ def test_git_missing_from_path_the_cli_warns_and_runs_without_commits(
 # --------------------------------------------------------------------------- 6. disk full
 
 
+@pytest.mark.slow
 def test_disk_full_while_storing_an_evaluation_keeps_history_and_training(
     env_ws: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -531,6 +535,7 @@ def test_disk_full_while_storing_an_evaluation_keeps_history_and_training(
     assert [r["id"] for r in history] == [e["eval_id"] for e in read_state(ws)["log"]]
 
 
+@pytest.mark.slow
 def test_disk_full_while_writing_the_review_is_a_one_line_error_and_resumes(
     env_ws: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -56,6 +56,7 @@ def _check(trials: int, extra_sigmas: float) -> None:
         assert abs(sprt[i]["mean_episodes_equal"] - want) <= 0.05 * want
 
 
+@pytest.mark.slow
 def test_simulator_reproduces_the_reference_table_reduced() -> None:
     _check(trials=4_000, extra_sigmas=3.0)
 

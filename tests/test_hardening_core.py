@@ -86,6 +86,7 @@ def test_a_held_lock_names_the_process_that_holds_it(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- lost files
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lost", ["curriculum_state.json", "eval_history.json"])
 def test_a_vanished_state_or_history_with_progress_is_refused(tmp_path: Path, lost: str) -> None:
     ws = make_workspace(tmp_path / "ws", stages=["score"])
@@ -347,6 +348,7 @@ def test_detach_checks_before_it_says_started(
 # --------------------------------------------------------------------------- overrides
 
 
+@pytest.mark.slow
 def test_an_override_without_a_reason_records_who_asked(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

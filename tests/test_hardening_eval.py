@@ -168,6 +168,7 @@ print(json.dumps({"peak_mb": peak, "episodes": rec["episodes"], "batches": rec["
 """
 
 
+@pytest.mark.slow
 def test_a_huge_episode_count_plays_in_batches_with_bounded_memory(
     bots: dict[str, Path], tmp_path: Path
 ) -> None:

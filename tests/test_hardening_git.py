@@ -240,6 +240,7 @@ def test_a_failed_push_names_gits_own_reason(tmp_path: Path) -> None:
     assert message == "git push failed: remote: main is protected, open a merge request"
 
 
+@pytest.mark.slow
 def test_a_workspace_inside_a_users_repo_is_said_once_and_its_hooks_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -128,6 +128,7 @@ def test_webhook_example_posts_the_block(
     assert "notify_outbox" not in json.loads(git(ws, "show", "HEAD:curriculum_state.json"))
 
 
+@pytest.mark.slow
 def test_webhook_example_posts_done_once_with_the_gates_interval(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hook: list[dict[str, Any]]
 ) -> None:
@@ -143,6 +144,7 @@ def test_webhook_example_posts_done_once_with_the_gates_interval(
     assert len(hook) == 1
 
 
+@pytest.mark.slow
 def test_every_asked_event_reaches_the_notifier_without_our_lock(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -200,6 +202,7 @@ def test_a_failing_notifier_is_a_warning_with_its_last_words(
     assert [n["event"] for n in read_state(ws)["notify_outbox"]] == ["attempt_error"]
 
 
+@pytest.mark.slow
 def test_a_hanging_notifier_is_killed_with_its_group_and_the_run_goes_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -49,6 +49,7 @@ def committed_pictures(ws: Path, report: str) -> list[str]:
     return links
 
 
+@pytest.mark.slow
 def test_a_finished_curriculum_commits_its_report_with_pictures(ws: Path) -> None:
     assert run_in_process(ws).status == "done"
     report = git(ws, "show", "HEAD:REPORT.md")
@@ -69,6 +70,7 @@ def test_a_finished_curriculum_commits_its_report_with_pictures(ws: Path) -> Non
     assert "`curric-s1-score` | 0 | 2-10-8 / 20" in early
 
 
+@pytest.mark.slow
 def test_a_blocked_report_says_what_to_decide(ws: Path) -> None:
     (ws.parent / "ws-scripts" / "eval.json").write_text('{"*": "fail"}')
     with pytest.raises(BlockedError):
@@ -83,6 +85,7 @@ def test_a_blocked_report_says_what_to_decide(ws: Path) -> None:
     assert git(ws, "status", "--porcelain", "REPORT.md", "logs/report") == ""  # committed
 
 
+@pytest.mark.slow
 def test_a_picture_that_cannot_be_drawn_is_a_warning(ws: Path) -> None:
     (ws / "logs").mkdir()
     (ws / "logs" / "report").write_text("not a directory\n")

@@ -68,6 +68,7 @@ def test_no_shell_anywhere_in_the_package() -> None:
     assert offenders == []
 
 
+@pytest.mark.slow
 def test_nasty_flags_reach_the_trainer_verbatim_through_the_cli(tmp_path: Path) -> None:
     """Standing args, stage flags, --reason and a workspace path full of shell syntax."""
     ws = make_workspace(tmp_path / "ws; $(touch pwned0) x", stages=["score"])

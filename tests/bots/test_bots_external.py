@@ -81,6 +81,7 @@ FAULTS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", sorted(FAULTS))
 def test_each_fault_is_one_line_no_record_and_no_process(
     mode: str, tmp_path: Path, history: Path

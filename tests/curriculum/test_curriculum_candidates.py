@@ -123,6 +123,7 @@ def test_k3_names_seeds_and_the_fresh_evaluation_decides(tmp_path: Path) -> None
     assert [c["phase"] for c in data["in_flight"]["candidates"]] == ["evaluated"] * 3
 
 
+@pytest.mark.slow
 def test_a_fresh_failure_fails_the_attempt_and_the_retry_resumes_the_chosen(
     tmp_path: Path,
 ) -> None:
@@ -191,6 +192,7 @@ def test_a_failing_candidate_errors_after_the_others_and_only_it_trains_again(
     assert starts(ws) == {"curric-s1-score-c1": 1, "curric-s1-score-c2": 2, "curric-s1-score-c3": 1}
 
 
+@pytest.mark.slow
 def test_max_parallel_caps_the_trainings_side_by_side(tmp_path: Path) -> None:
     ws = k_workspace(
         tmp_path / "ws",

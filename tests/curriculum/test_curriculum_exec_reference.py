@@ -132,6 +132,7 @@ def test_a_curriculum_evaluates_against_an_exec_reference(
     assert all_gone(ws / "pids.txt")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["silent", "protocol"])
 def test_preflight_refuses_a_broken_exec_reference_before_training(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str

@@ -83,6 +83,7 @@ def test_names_and_exact_margin_rule() -> None:
     assert not margin_fails(10, 8, 20, 0.15)
 
 
+@pytest.mark.slow
 def test_full_pass_flow_resume_and_reference_rules(ws: Path) -> None:
     rec = Recorder()
     state = run(ws, rec)
@@ -116,6 +117,7 @@ def test_full_pass_flow_resume_and_reference_rules(ws: Path) -> None:
     assert completed_trainings(ws) == exps
 
 
+@pytest.mark.slow
 def test_retry_then_block_review_and_messages(ws: Path) -> None:
     set_scripts(
         ws,
@@ -211,6 +213,7 @@ def test_overrides_on_a_curriculum_that_is_not_blocked_are_errors(ws: Path) -> N
     assert trainer_runs(ws) == []
 
 
+@pytest.mark.slow
 def test_trainer_failure_is_an_attempt_error_and_rerun_retries_it(ws: Path) -> None:
     set_scripts(ws, trainer_script={"curric-s1-score": {"mode": "fail_once"}})
     with pytest.raises(TrainerError) as info:
@@ -258,6 +261,7 @@ def test_attempt_timeout_stops_a_hanging_trainer(ws: Path) -> None:
     assert runner.process_start_time(pid) is None  # gone
 
 
+@pytest.mark.slow
 def test_seed_checkpoint_only_for_stage_one_first_attempt(ws: Path, tmp_path: Path) -> None:
     seed = tmp_path / "seed.zip"
     seed.write_bytes(b"PK")
@@ -382,6 +386,7 @@ def test_config_change_of_a_finished_stage_needs_consent(ws: Path) -> None:
     assert read_state(ws)["status"] == "done"
 
 
+@pytest.mark.slow
 def test_config_change_of_an_unfinished_stage_is_a_warning(ws: Path) -> None:
     set_scripts(ws, eval_script={"curric-s2-defend": "error"})
     with pytest.raises(EvaluationError):
@@ -395,6 +400,7 @@ def test_config_change_of_an_unfinished_stage_is_a_warning(ws: Path) -> None:
     assert argv_of(ws, "curric-s3-no_draws")[-3] == "--z"
 
 
+@pytest.mark.slow
 def test_user_git_work_is_untouched(ws: Path) -> None:
     (ws / "user.py").write_text("staged\n")
     git(ws, "add", "user.py")
@@ -411,6 +417,7 @@ def test_user_git_work_is_untouched(ws: Path) -> None:
         assert "user.py" not in files and "stages.toml" not in files
 
 
+@pytest.mark.slow
 def test_not_a_git_repo_warns_once_and_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -458,6 +465,7 @@ def test_second_run_is_refused_while_the_lock_is_held(ws: Path) -> None:
         run(ws)
 
 
+@pytest.mark.slow
 def test_crash_after_training_never_retrains(ws: Path) -> None:
     """State left at 'trained' (a kill between training and evaluation): no retraining."""
     set_scripts(ws, eval_script={"*": "error"})
@@ -611,6 +619,7 @@ def subprocess_git_head(ws: Path) -> str:
     return git(ws, "rev-parse", "HEAD")
 
 
+@pytest.mark.slow
 def test_disk_full_during_a_state_write_keeps_the_old_state(
     ws: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -695,6 +704,7 @@ def test_console_reporter_survives_a_vanished_terminal(
     assert (tmp_path / "tty").read_text() == "" and capfd.readouterr() == ("", "")
 
 
+@pytest.mark.slow
 def test_records_of_a_curriculum_started_over_are_not_adopted(ws: Path) -> None:
     old = {
         "wins_a": 0,
