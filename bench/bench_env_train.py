@@ -1,33 +1,42 @@
 """Training throughput of `cosmic-curriculum train-env` against rl-zoo3's `train.py`.
 
-    .venv/bin/python bench/bench_env_train.py [--rounds 3] [--timesteps 10240]
-        [--cases ppo-cartpole,a2c-cartpole] [--seed 0] [--sides ours,rl-zoo3 lean,...]
-        [--before DIR]
+    .venv/bin/python bench/bench_env_train.py [--rounds 3] [--timesteps N]
+        [--cases ppo-cartpole,a2c-cartpole,ppo-mountaincar,sac-pendulum] [--seed 0]
+        [--sides ours,rl-zoo3 lean,...] [--before DIR]
 
-Needs the ``bench`` extra (rl-zoo3). Side by side in one run, per case: the same env and
-rl-zoo3's own tuned hyperparameters, read from the installed rl-zoo3's
-``hyperparams/<algo>.yml`` (both sides 8 envs in a DummyVecEnv, MlpPolicy; a linear
-schedule ``lin_X`` is passed as the constant X to both, as ``--hyperparams`` JSON cannot
-name a schedule), each trained by a fresh process:
+Needs the ``bench`` extra (rl-zoo3). Per case, one env and one entry of the installed
+rl-zoo3's ``hyperparams/<algo>.yml``, trained side by side by fresh processes, both sides
+given that entry whole (``lin_`` schedules, ``normalize``, ``n_envs``, ``policy``,
+``policy_kwargs``) and each reading it its own way:
 
-* ours: ``python -m cosmic_curriculum train-env EXP --timesteps N --env JSON --algo A
-  --hyperparams JSON`` in a fresh workspace (its defaults: 1 torch thread, a step
-  checkpoint every 10,000 timesteps, ``@progress`` lines, the final checkpoint and the
-  env bot written at the end);
+* ours, as a curriculum stage runs it: a ``stages.toml`` in a fresh workspace whose
+  ``[trainer]`` names the algorithm and ``hyperparams_file = <that yml>`` (the entry: the
+  env id), turned into train-env's argv by the project's own code (the stage's trainer,
+  read by its zoo reader, and the launch's argv), i.e. ``python -m cosmic_curriculum
+  train-env EXP --timesteps N --env JSON --algo A --n-envs E [--policy P]
+  [--hyperparams JSON] [--normalize JSON] --seed S`` (an entry without ``n_envs`` is the
+  zoo's 1 env there too). train-env's defaults: 1 torch thread, a step checkpoint every
+  10,000 timesteps, ``@progress`` lines, the final checkpoint and the env bot written at
+  the end;
 * rl-zoo3 as a user runs it: ``python -m rl_zoo3.train --algo a --env ID -n N --seed S
-  -f LOGS -params ...`` (its defaults: torch's default threads, an evaluation of 5
-  episodes every 25,000 timesteps, Monitor CSVs, a log table each iteration, the model
-  and its config saved at the end);
+  -f LOGS`` (its defaults: its own file's entry, torch's default threads, an evaluation of
+  5 episodes every 25,000 timesteps, Monitor CSVs, a log table, the model, its config and
+  any VecNormalize statistics saved at the end);
 * rl-zoo3 lean: the same with ``--num-threads 1 --eval-freq -1`` (our thread count, no
   evaluation during training).
 
-Env steps/s are the timesteps each process reports it trained (rollouts round the
-budget up alike) over two spans measured by this script from the child's output: the
-whole process (start-up included: imports, env and model construction, saving), and the
+Env steps/s are the timesteps each process trained (whole rollouts on both sides: SB3's
+rule, checked against train-env's own count) over three measures taken by this script:
+the whole process (start-up included: imports, env and model construction, saving), the
 training phase, from the line each prints once its model is built (ours: ``train-env
-EXP: ...``; rl-zoo3: ``Log path: ...``) to the process's exit. ``--rounds`` repeats
-every side, in a rotating order, interleaved; the table gives each side's median and
-range, and the ratios are medians of the per-round ratios.
+EXP: ...``; rl-zoo3: ``Log path: ...``) to the process's exit, and its CPU seconds.
+``--rounds`` repeats every side, in a rotating order, interleaved; the table gives each
+side's median and range, and the ratios are medians of the per-round ratios.
+
+The cases: CartPole-v1 with PPO (``lin_`` schedules) and A2C, MountainCar-v0 with PPO
+(``normalize: true``: VecNormalize, 16 envs) and Pendulum-v1 with SAC (off-policy, 1 env).
+The zoo's Pendulum entries for PPO and A2C set ``use_sde``, which an env bot cannot replay:
+train-env refuses them (at the export) and they are not cases here.
 """
 
 from __future__ import annotations
@@ -50,9 +59,14 @@ from typing import Any
 
 import yaml
 
-CASES = {"ppo-cartpole": ("ppo", "CartPole-v1"), "a2c-cartpole": ("a2c", "CartPole-v1")}
-N_ENVS = 8  # train-env's make_vec_env(n_envs=8); the zoo entries used here say the same
-NOT_ALGO_ARGS = ("n_envs", "n_timesteps", "policy")
+# case: (algo, env id, default --timesteps: a minute or two a side on 2 busy cores)
+CASES = {
+    "ppo-cartpole": ("ppo", "CartPole-v1", 10_240),
+    "a2c-cartpole": ("a2c", "CartPole-v1", 10_240),
+    "ppo-mountaincar": ("ppo", "MountainCar-v0", 40_960),  # VecNormalize, 16 envs
+    "sac-pendulum": ("sac", "Pendulum-v1", 3_000),  # off-policy, 1 env
+}
+ON_POLICY = ("ppo", "a2c")
 SIDES = ("ours", "rl-zoo3 as run", "rl-zoo3 lean")
 
 
@@ -76,23 +90,45 @@ class Run:
         return self.timesteps / self.cpu_s
 
 
-def zoo_hyperparams(algo: str, env_id: str) -> dict[str, Any]:
-    """rl-zoo3's entry for ``env_id`` in its installed ``hyperparams/<algo>.yml``."""
+def zoo_file(algo: str) -> Path:
+    """The installed rl-zoo3's ``hyperparams/<algo>.yml``: the file both sides read."""
     import rl_zoo3
 
-    path = Path(rl_zoo3.__file__).parent / "hyperparams" / f"{algo}.yml"
-    entry = dict(yaml.safe_load(path.read_text())[env_id])
-    unsupported = {"normalize", "env_wrapper", "frame_stack", "policy_kwargs"} & set(entry)
-    if unsupported or entry.get("n_envs", 1) != N_ENVS or entry.get("policy") != "MlpPolicy":
-        sys.exit(
-            f"{path}: {env_id} needs {sorted(unsupported) or entry.get('n_envs')}; this "
-            f"benchmark compares entries of {N_ENVS} envs, MlpPolicy, without wrappers"
-        )
-    params = {k: v for k, v in entry.items() if k not in NOT_ALGO_ARGS}
-    for key, value in params.items():
-        if isinstance(value, str) and value.startswith("lin_"):
-            params[key] = float(value[len("lin_") :])
-    return params
+    return Path(rl_zoo3.__file__).parent / "hyperparams" / f"{algo}.yml"
+
+
+def zoo_raw_entry(algo: str, env_id: str) -> dict[str, Any]:
+    return dict(yaml.safe_load(zoo_file(algo).read_text())[env_id])
+
+
+def stage_workspace(algo: str, env_id: str, timesteps: int, work: Path) -> Path:
+    """A workspace whose one stage trains ``env_id`` from rl-zoo3's entry, as a user
+    writes it: ``[trainer] algo`` and ``hyperparams_file``, nothing else."""
+    root = work / f"ws-{algo}-{env_id}"
+    root.mkdir(exist_ok=True)
+    zoo = json.dumps(str(zoo_file(algo)))
+    (root / "stages.toml").write_text(
+        f'[env]\nkind = "gymnasium"\nid = "{env_id}"\n\n[defaults]\ntimesteps = {timesteps}'
+        f'\n\n[trainer]\nalgo = "{algo.upper()}"\nhyperparams_file = {zoo}\n'
+        '\n[[stages]]\nname = "bench"\n'
+    )
+    return root
+
+
+def ours_argv(root: Path, experiment: str, seed: int) -> tuple[list[str], Any]:
+    """train-env's argv for the workspace's stage, built by the code `run` launches it
+    with (the stage's trainer through the zoo reader), and that trainer."""
+    from cosmic_curriculum.curriculum.context import Run as CurriculumRun
+    from cosmic_curriculum.curriculum.context import RunOptions
+    from cosmic_curriculum.curriculum.launch import training_argv
+    from cosmic_curriculum.workspace.config_file import load_config
+    from cosmic_curriculum.workspace.stage_trainer import stage_trainer
+    from cosmic_curriculum.workspace.state import Attempt
+
+    run = CurriculumRun(RunOptions(workspace=root))
+    run.config = load_config(root / "stages.toml")
+    flight = Attempt(stage_index=0, attempt=0, experiment=experiment)
+    return training_argv(run, flight, None, seed=seed), stage_trainer(run.config, 0, root)
 
 
 def timed(
@@ -125,54 +161,51 @@ def timed(
     return end - start, end - seen, cpu, output
 
 
-def rollout_total(algo: str, params: dict[str, Any], timesteps: int) -> int:
-    """What both sides train for ``timesteps``: whole rollouts of ``n_steps`` x 8 envs."""
+def trained_total(algo: str, hyperparams: dict[str, Any], n_envs: int, timesteps: int) -> int:
+    """What SB3 trains for ``timesteps``: whole rollouts of ``n_steps`` x n_envs (PPO,
+    A2C), or whole vector steps (an off-policy algorithm collecting one step at a time)."""
     import stable_baselines3
 
-    default = inspect.signature(getattr(stable_baselines3, algo.upper())).parameters["n_steps"]
-    rollout = int(params.get("n_steps", default.default)) * N_ENVS
+    if algo in ON_POLICY:
+        default = inspect.signature(getattr(stable_baselines3, algo.upper())).parameters
+        rollout = int(hyperparams.get("n_steps", default["n_steps"].default)) * n_envs
+    else:
+        assert hyperparams.get("train_freq", 1) == 1, hyperparams
+        rollout = n_envs
     return -(-timesteps // rollout) * rollout
 
 
 def run_ours(
-    algo: str,
-    env_id: str,
-    params: dict[str, Any],
-    args: Any,
-    work: Path,
-    k: int,
-    pythonpath: str | None = None,
+    root: Path, experiment: str, seed: int, expected: int, pythonpath: str | None = None
 ) -> Run:
-    experiment = f"bench-{algo}-{k}"
-    argv = [
-        sys.executable, "-m", "cosmic_curriculum", "train-env", experiment,
-        "--timesteps", str(args.timesteps), "--seed", str(args.seed),
-        "--env", json.dumps({"kind": "gymnasium", "id": env_id}),
-        "--algo", algo.upper(), "--hyperparams", json.dumps(params),
-        "--workspace", str(work),
-    ]  # fmt: skip
-    total, training, cpu, output = timed(argv, f"train-env {experiment}:", work, pythonpath)
+    argv, _ = ours_argv(root, experiment, seed)
+    total, training, cpu, output = timed(argv, f"train-env {experiment}:", root, pythonpath)
     done = re.search(rf"trained {experiment}: (\d+) timesteps", output)
     assert done is not None, output[-2000:]
-    assert int(done.group(1)) == rollout_total(algo, params, args.timesteps), output[-500:]
+    assert int(done.group(1)) == expected, (expected, output[-500:])
     return Run(int(done.group(1)), total, training, cpu)
 
 
 def run_zoo(
-    algo: str, env_id: str, params: dict[str, Any], args: Any, work: Path, k: int, lean: bool
+    algo: str,
+    env_id: str,
+    timesteps: int,
+    seed: int,
+    work: Path,
+    k: int,
+    lean: bool,
+    expected: int,
 ) -> Run:
     logs = work / f"zoo-{k}"
-    overrides = [f"{k}:{v!r}" for k, v in params.items()]
     argv = [
         sys.executable, "-m", "rl_zoo3.train", "--algo", algo, "--env", env_id,
-        "-n", str(args.timesteps), "--seed", str(args.seed), "-f", str(logs),
+        "-n", str(timesteps), "--seed", str(seed), "-f", str(logs),
         *(["--num-threads", "1", "--eval-freq", "-1"] if lean else []),
-        "-params", *overrides,
     ]  # fmt: skip
     total, training, cpu, _ = timed(argv, "Log path:", work)
     # Its log table is printed every log_interval iterations, not at the end: the count
-    # is SB3's rule, the same as ours (checked above against train-env's own line).
-    return Run(rollout_total(algo, params, args.timesteps), total, training, cpu)
+    # is SB3's rule, the same as ours (checked against train-env's own line).
+    return Run(expected, total, training, cpu)
 
 
 def spread(values: list[float]) -> str:
@@ -182,7 +215,9 @@ def spread(values: list[float]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--timesteps", type=int, default=10_240)
+    parser.add_argument(
+        "--timesteps", type=int, help="the budget of every case (default: each case's own)"
+    )
     parser.add_argument("--cases", default=",".join(CASES))
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
@@ -206,7 +241,7 @@ def main() -> None:
         f"# train-env vs rl-zoo3 {rl_zoo3.__version__} ({platform.machine()}, {os.cpu_count()} "
         f"cores, python {platform.python_version()}, torch {torch.__version__}, "
         f"stable-baselines3 {stable_baselines3.__version__}), load average "
-        f"{os.getloadavg()[0]:.1f}, {args.timesteps} timesteps, {args.rounds} rounds"
+        f"{os.getloadavg()[0]:.1f}, {args.rounds} rounds"
     )
     sides = tuple(s for s in args.sides.split(",") if s in SIDES) + (
         ("ours before",) if args.before else ()
@@ -214,22 +249,31 @@ def main() -> None:
     if "ours" not in sides or len(sides) < 2:
         parser.error(f"--sides {args.sides!r}: name ours and at least one of {SIDES[1:]}")
     for case in args.cases.split(","):
-        algo, env_id = CASES[case]
-        params = zoo_hyperparams(algo, env_id)
-        print(f"\n{case}: {env_id}, {algo.upper()} {json.dumps(params)}")
+        algo, env_id, default_budget = CASES[case]
+        timesteps = args.timesteps or default_budget
         runs: dict[str, list[Run]] = {side: [] for side in sides}
         with tempfile.TemporaryDirectory() as tmp:
             work = Path(tmp)
+            root = stage_workspace(algo, env_id, timesteps, work)
+            argv, trainer = ours_argv(root, "EXP", args.seed)
+            expected = trained_total(algo, trainer.hyperparams, trainer.n_envs, timesteps)
+            print(
+                f"\n{case}: {env_id}, {timesteps} timesteps ({expected} trained), rl-zoo3's "
+                f"entry {json.dumps(zoo_raw_entry(algo, env_id))}\n  ours: train-env EXP "
+                + " ".join(argv[argv.index("--timesteps") :]),
+                flush=True,
+            )
             for r in range(args.rounds):
                 order = sides[r % len(sides) :] + sides[: r % len(sides)]
                 for k, side in enumerate(order, start=len(sides) * r):
+                    experiment = f"bench-{algo}-{k}"
                     if side == "ours":
-                        run = run_ours(algo, env_id, params, args, work, k)
+                        run = run_ours(root, experiment, args.seed, expected)
                     elif side == "ours before":
-                        run = run_ours(algo, env_id, params, args, work, k, args.before)
+                        run = run_ours(root, experiment, args.seed, expected, args.before)
                     else:
                         lean = side == "rl-zoo3 lean"
-                        run = run_zoo(algo, env_id, params, args, work, k, lean)
+                        run = run_zoo(algo, env_id, timesteps, args.seed, work, k, lean, expected)
                     runs[side].append(run)
                     print(
                         f"  round {r + 1} {side:<15} {run.timesteps} timesteps  "

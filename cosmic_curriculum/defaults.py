@@ -62,6 +62,9 @@ ENV_EVAL_DETERMINISTIC: Final = True
 # @progress lines.
 ENV_ALGO: Final = "PPO"
 ENV_N_ENVS: Final = 8
+# The envs of a [trainer] hyperparams_file entry without n_envs: rl-zoo3's own default,
+# so the entry trains as the zoo trains it (an off-policy entry steps 1 env, not 8).
+ZOO_N_ENVS: Final = 1
 # How the envs are stepped ([trainer] vec_env): "auto" steps them in subprocesses only
 # when that pays (two or more usable cores and one step costing ENV_SUBPROC_STEP_SECONDS
 # or more, measured on the stage's env), else in the trainer's process.

@@ -2,7 +2,8 @@
 keys, over the entry of its rl-zoo3 `hyperparams_file` (read here, with PyYAML), as the
 options `train-env` is launched with.
 
-Precedence, key by key: the file's entry < `[trainer]` < the stage's `trainer`. The zoo's
+Precedence, key by key: the file's entry < `[trainer]` < the stage's `trainer`; an entry
+without `n_envs` means the zoo's 1 env. The zoo's
 `n_timesteps` never sets the budget (the stage's `timesteps` does); it is kept to report.
 """
 
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cosmic_curriculum.defaults import ENV_ALGO, ENV_N_ENVS, ENV_VEC_ENV
+from cosmic_curriculum.defaults import ENV_ALGO, ENV_N_ENVS, ENV_VEC_ENV, ZOO_N_ENVS
 from cosmic_curriculum.errors import ConfigError
 from cosmic_curriculum.workspace.config import CurriculumConfig
 from cosmic_curriculum.workspace.zoo_values import ZooEntry, normalize_table, zoo_entry
@@ -70,6 +71,8 @@ def stage_trainer(config: CurriculumConfig, index: int, root: Path) -> StageTrai
         entry = read_zoo_entry(path if path.is_absolute() else root / path, key, where)
         source = f"{trainer.hyperparams_file}:{key}"
     normalize = entry.normalize
+    # An entry without n_envs trains 1 env, as rl-zoo3 reads it; no file: train-env's 8.
+    unset_envs = ENV_N_ENVS if trainer.hyperparams_file is None else ZOO_N_ENVS
     if trainer.normalize is not None:
         normalize = normalize_table(trainer.normalize)
     return StageTrainer(
@@ -77,7 +80,7 @@ def stage_trainer(config: CurriculumConfig, index: int, root: Path) -> StageTrai
         policy=trainer.policy or entry.policy,
         hyperparams={**entry.hyperparams, **(trainer.hyperparams or {})},
         normalize=normalize,
-        n_envs=trainer.n_envs or entry.n_envs or ENV_N_ENVS,
+        n_envs=trainer.n_envs or entry.n_envs or unset_envs,
         vec_env=trainer.vec_env or ENV_VEC_ENV,
         configured=config.trainer is not None or stage.trainer is not None,
         zoo_timesteps=entry.n_timesteps,

@@ -278,6 +278,24 @@ def test_another_entry_can_be_named(tmp_path: Path) -> None:
     assert (trainer.n_envs, trainer.hyperparams) == (3, {"gamma": 0.5})
 
 
+@pytest.mark.parametrize(
+    ("entry", "trainer", "expected"),
+    [
+        ("gamma: 0.5", "", d.ZOO_N_ENVS),  # the zoo steps 1 env when its entry is silent
+        ("gamma: 0.5", "n_envs = 4\n", 4),  # [trainer] still wins
+        ("n_envs: 3", "", 3),
+        (None, "", d.ENV_N_ENVS),  # no file: train-env's own default
+    ],
+)
+def test_an_entry_without_n_envs_trains_the_zoos_one_env(
+    tmp_path: Path, entry: str | None, trainer: str, expected: int
+) -> None:
+    (tmp_path / "z.yml").write_text(f"CartPole-v1:\n  {entry or 'gamma: 0.5'}\n")
+    file = "" if entry is None else 'hyperparams_file = "z.yml"\n'
+    text = POLE + f'[trainer]\nalgo = "A2C"\n{file}{trainer}[[stages]]\nname = "a"\n'
+    assert stage_trainer(load(tmp_path, text), 0, tmp_path).n_envs == expected
+
+
 def test_reading_a_trainer_table_loads_nothing_heavy(tmp_path: Path) -> None:
     import subprocess
     import sys
