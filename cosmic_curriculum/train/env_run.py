@@ -265,6 +265,13 @@ def _train(
         model = new_model(settings, venv, policy)
     else:
         model = loaded_model(settings, venv, resume)
+    try:  # a policy no env bot can hold (SDE, a CNN, ...) is refused before any training
+        env_bot_from_model(model, settings.env, normalizer=model.get_vec_normalize_env())
+    except TrainerError as exc:
+        raise ConfigError(
+            f"the trained bot could not be saved: {exc}; change --policy or --hyperparams, "
+            "or train with a training_command of your own"
+        ) from None
     done = int(model.num_timesteps) if continued else 0
     left = max(0, settings.timesteps - done)
     how = "continuing" if continued else ("warm start" if resume else "fresh")

@@ -138,6 +138,17 @@ def test_an_algorithm_that_cannot_act_in_the_env_is_one_line(tmp_path: Path) -> 
         settings(tmp_path, "PPO", POLE, 64, hyperparams={"learning_rate": "lin_x"})
 
 
+def test_a_policy_no_bot_can_hold_is_refused_before_training(tmp_path: Path) -> None:
+    # rl-zoo3's Pendulum entries for PPO and A2C set use_sde: without this check train-env
+    # trained the whole budget and only then failed to save the bot.
+    with pytest.raises(ConfigError) as info:
+        train_env(settings(tmp_path, "PPO", PENDULUM, 100_000, hyperparams={"use_sde": True}))
+    message = str(info.value)
+    assert message.startswith("the trained bot could not be saved") and "\n" not in message
+    assert "use_sde" in message
+    assert not list((tmp_path / "checkpoints").rglob("*.zip"))
+
+
 def test_vecnormalize_statistics_go_with_the_checkpoint_and_the_bot(tmp_path: Path) -> None:
     run = settings(tmp_path, "PPO", POLE, 256, hyperparams={"n_steps": 32}, normalize="true")
     assert train_env(run) == 0
