@@ -179,7 +179,9 @@ def test_kill_9_mid_training_continues_from_the_step_checkpoint(tmp_path: Path) 
     done = int(resumed.group(2))
     assert 0 < done < total
     # Only what was left is trained: the count goes on from the checkpoint.
-    assert f"PPO on MiniGrid-DoorKey-5x5-v0, continuing, {total - done} of {total}" in log
+    headers = re.findall(r"train-env curric-s1-5x5: PPO \S+ on MiniGrid-DoorKey-5x5-v0, .*", log)
+    assert len(headers) == 2 and "fresh" in headers[0], headers
+    assert f"continuing, {total - done} of {total} timesteps" in headers[1], headers
     bot = json.loads((ws / "bots" / "curric-s1-5x5.json").read_text())
     assert bot["provenance"]["resumed_from"] == resumed.group(1)
     assert total <= bot["provenance"]["timesteps"] < total + 1024  # one PPO rollout at most
