@@ -10,7 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from cosmic_curriculum.envs.networks import network_of
+from cosmic_curriculum.envs.conv import ConvLayer, conv_of
+from cosmic_curriculum.envs.networks import layers_of, network_of
 from cosmic_curriculum.envs.obs_norm import ObsNorm, obs_norm_of
 from cosmic_curriculum.envs.policy import EnvBot
 from cosmic_curriculum.envs.spaces import Space
@@ -67,6 +68,7 @@ def env_bot_from_model(
     action_space = space_of(policy.action_space, "action")
     net = network_of(policy, algo, action_space.kind == "Box")
     obs_space, scale = _observation(policy, net.extractor, algo)
+    conv, features = _image_layers(net.extractor, algo)
     provenance: dict[str, Any] = {"algo": algo, "timesteps": int(model.num_timesteps)}
     if checkpoint_sha256 is not None:
         provenance["checkpoint_sha256"] = checkpoint_sha256
@@ -74,7 +76,7 @@ def env_bot_from_model(
         spec,
         obs_space,
         action_space,
-        net.layers,
+        (*features, *net.layers),
         head=net.head,
         scale=scale,
         log_std=net.log_std,
@@ -82,17 +84,34 @@ def env_bot_from_model(
         obs_norm=_obs_norm(normalizer, obs_space, algo),
         squash=net.squash,
         log_std_layer=net.log_std_layer,
+        conv=conv,
     )
+
+
+def _image_layers(extractor: Any, algo: str) -> tuple[tuple[ConvLayer, ...], tuple[Any, ...]]:
+    """A NatureCNN's convolutions, and its Linear layers after the Flatten (which come
+    before the policy's own); nothing for any other extractor."""
+    from stable_baselines3.common.torch_layers import NatureCNN
+
+    if not isinstance(extractor, NatureCNN):
+        return (), ()
+    where = f"the {algo} policy's"
+    conv, rest = conv_of(list(extractor.cnn), where)
+    return conv, layers_of([*rest, *extractor.linear], f"the {algo} policy's features extractor")
 
 
 def _observation(policy: Any, extractor: Any, algo: str) -> tuple[Space, float]:
     """The observation space as the extractor reads it, and the image scale."""
     from stable_baselines3.common.preprocessing import is_image_space
-    from stable_baselines3.common.torch_layers import CombinedExtractor, FlattenExtractor
+    from stable_baselines3.common.torch_layers import (
+        CombinedExtractor,
+        FlattenExtractor,
+        NatureCNN,
+    )
     from torch import nn
 
     space = policy.observation_space
-    if isinstance(extractor, FlattenExtractor):
+    if isinstance(extractor, FlattenExtractor | NatureCNN):
         scale = 1.0
         if type(space).__name__ == "Box" and policy.normalize_images and is_image_space(space):
             scale = 1.0 / 255.0  # SB3's preprocess_obs divides image observations
@@ -114,8 +133,8 @@ def _observation(policy: Any, extractor: Any, algo: str) -> tuple[Space, float]:
         return Space("Dict", parts=parts), 1.0
     raise TrainerError(
         f"cannot export a {algo} policy with the {type(extractor).__name__} features "
-        "extractor: env bots replay MlpPolicy (FlattenExtractor) and MultiInputPolicy "
-        "(CombinedExtractor of flattened keys)"
+        "extractor: env bots replay MlpPolicy (FlattenExtractor), CnnPolicy (NatureCNN) "
+        "and MultiInputPolicy (CombinedExtractor of flattened keys)"
     )
 
 

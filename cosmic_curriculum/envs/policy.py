@@ -9,6 +9,8 @@ checkpoint's sha256). docs/BOT_FORMAT.md describes the fields; ``envs/export.py`
 
 - observation: ``obs_norm`` (``envs/obs_norm.py``), then SB3's ``preprocess_obs``
   (``envs/spaces.py``: one-hot, /255 for images, Dict keys concatenated);
+- ``conv`` (an image policy's NatureCNN, ``envs/conv.py``): convolutions of the
+  channel-first image, flattened;
 - ``layers``: each ``act(x @ W.T + b)``;
 - action: Discrete → argmax of the logits (or Q-values), or a softmax sample; Box → the
   mean, or a Gaussian sample, then tanh and rescaled to the bounds (``squash``) or
@@ -17,6 +19,7 @@ checkpoint's sha256). docs/BOT_FORMAT.md describes the fields; ``envs/export.py`
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -24,6 +27,7 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
+from cosmic_curriculum.envs.conv import ConvLayer, conv_forward, conv_output, parse_conv
 from cosmic_curriculum.envs.obs_norm import ObsNorm, parse_obs_norm
 from cosmic_curriculum.envs.spaces import FloatArray, Space, is_number, parse_space
 from cosmic_curriculum.errors import BotError, StateError
@@ -86,6 +90,7 @@ class EnvBot:
     obs_norm: ObsNorm | None = None  # VecNormalize's frozen statistics, applied first
     squash: bool = False  # tanh then rescaled to the Box bounds (SAC, TD3, ARS)
     log_std_layer: LogStdLayer | None = None  # SAC's state-dependent log-std
+    conv: tuple[ConvLayer, ...] = ()  # an image's convolutions, before ``layers``
 
     def features(self, obs: Any) -> FloatArray:
         """A batch of observations (a dict of batches for a Dict space) as the network's
@@ -98,6 +103,8 @@ class EnvBot:
     def hidden_and_outputs(self, obs: Any) -> tuple[FloatArray, FloatArray]:
         """The last layer's input and its outputs (logits, Q-values or the mean)."""
         x = self.features(obs)
+        if self.conv:
+            x = conv_forward(self.conv, x.reshape(-1, *self.observation_space.shape))
         hidden = x
         for layer in self.layers:
             hidden = x
@@ -152,6 +159,7 @@ class EnvBot:
             "policy": {
                 "head": self.head,
                 "scale": self.scale,
+                "conv": [layer.to_json() for layer in self.conv],
                 "layers": [
                     {
                         "weights": layer.weights.tolist(),
@@ -225,7 +233,10 @@ def parse_env_bot(document: Any) -> EnvBot:
     scale = policy.get("scale", 1.0)
     if not isinstance(scale, int | float) or isinstance(scale, bool) or not scale > 0:
         raise ValueError(f"policy.scale must be a positive number, got {scale!r}")
-    layers = _layers(policy.get("layers"), obs_space.size, action_space.size)
+    image = obs_space.shape if obs_space.kind == "Box" else None
+    conv = parse_conv(policy.get("conv"), image)
+    inputs = math.prod(conv_output(conv, obs_space.shape)) if conv else obs_space.size
+    layers = _layers(policy.get("layers"), inputs, action_space.size)
     log_std = None
     if policy.get("log_std") is not None:
         log_std = _vector(policy["log_std"], "policy.log_std")
@@ -260,6 +271,7 @@ def parse_env_bot(document: Any) -> EnvBot:
         obs_norm,
         squash,
         log_std_layer,
+        conv,
     )
 
 
