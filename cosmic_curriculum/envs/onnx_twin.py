@@ -6,8 +6,9 @@ The graph is :class:`EnvBot`'s deterministic forward pass written out node by no
 - inputs: ``obs`` (a Box observation, float32 ``[batch, *shape]``; a Discrete one, int64
   ``[batch]``, one-hot in the graph), or for a Dict observation one input ``obs.<key>``
   per key in the bot's order;
-- ``obs_norm`` (``Sub``, ``Div``, ``Clip``), ``scale``, per layer ``MatMul`` + ``Add``
-  (+ ``Tanh``/``Relu``);
+- ``obs_norm`` (``Sub``, ``Div``, ``Clip``), ``scale``; an image policy's ``conv`` as
+  ``Reshape`` to (C, H, W), per layer ``Conv`` (+ ``Relu``), ``Flatten``; per layer
+  ``MatMul`` + ``Add`` (+ ``Tanh``/``Relu``);
 - output ``action``: a Discrete action int64 ``[batch]`` (``ArgMax`` + start), a Box one
   float32 ``[batch, *shape]`` (``squash``: ``Tanh`` then rescaled, else bounded by ``Max``
   and ``Min``).
@@ -115,6 +116,17 @@ def build_twin(bot: EnvBot, metadata: dict[str, str]) -> Any:
 
     g = _Graph()
     x, inputs = _features(g, bot)
+    if bot.conv:
+        image = g.const("image_shape", [-1, *bot.observation_space.shape], np.int64)
+        x = g.node("Reshape", [x, image], "image")
+        for i, conv in enumerate(bot.conv):
+            (ph, pw), weights = conv.padding, g.const(f"conv{i}_weights", conv.weights)
+            bias = g.const(f"conv{i}_bias", conv.bias)
+            pads = [ph, pw, ph, pw]
+            x = g.node("Conv", [x, weights, bias], f"conv{i}", strides=list(conv.stride), pads=pads)
+            if conv.activation == "relu":
+                x = g.node("Relu", [x], f"conv{i}_relu")
+        x = g.node("Flatten", [x], "conv_flat", axis=1)
     for i, layer in enumerate(bot.layers):
         x = g.node("MatMul", [x, g.const(f"layer{i}_weights_t", layer.weights.T)], f"layer{i}_mm")
         x = g.node("Add", [x, g.const(f"layer{i}_bias", layer.bias)], f"layer{i}_linear")

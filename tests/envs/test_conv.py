@@ -14,6 +14,8 @@ sb3 = pytest.importorskip("stable_baselines3")
 torch = pytest.importorskip("torch")
 pytest.importorskip("minigrid")
 
+from image_extractors import PaddedCNN  # noqa: E402
+
 from cosmic_curriculum.envs.conv import conv_forward, conv_of  # noqa: E402
 from cosmic_curriculum.envs.export import env_bot_from_model  # noqa: E402
 from cosmic_curriculum.envs.gymnasium import make_env  # noqa: E402
@@ -117,6 +119,11 @@ CNN_CASES = {
         {"n_steps": 64, "batch_size": 32},
         {"features_extractor_kwargs": {"features_dim": 64}, "net_arch": [32]},
     ),
+    "PPO-padded-extractor": (
+        sb3.PPO,
+        {"n_steps": 64, "batch_size": 32},
+        {"features_extractor_class": PaddedCNN},
+    ),
     "DQN": (sb3.DQN, {"buffer_size": 500}, {}),
     "DQN-raw-pixels": (sb3.DQN, {"buffer_size": 500}, {"normalize_images": False}),
 }
@@ -132,8 +139,11 @@ def test_a_fresh_cnn_policy_replays_predict(name: str, tmp_path: Path) -> None:
     raw = policy_kwargs.get("normalize_images") is False
     assert bot.scale == (1.0 if raw else 1.0 / 255.0)
     assert bot.observation_space.shape == (3, 56, 56)  # channel-first, as SB3 transposed it
-    assert [c.weights.shape[2:] for c in bot.conv] == [(8, 8), (4, 4), (3, 3)]
-    assert [c.stride for c in bot.conv] == [(4, 4), (2, 2), (1, 1)]
+    cnn = model.policy.q_net if hasattr(model.policy, "q_net") else model.policy
+    convs = [m for m in cnn.features_extractor.cnn if isinstance(m, torch.nn.Conv2d)]
+    assert [c.weights.shape[2:] for c in bot.conv] == [m.kernel_size for m in convs]
+    assert [c.stride for c in bot.conv] == [m.stride for m in convs]
+    assert [c.padding for c in bot.conv] == [m.padding for m in convs]
 
 
 @pytest.mark.slow
