@@ -13,13 +13,15 @@ torch is imported inside :func:`conv_of` only.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from cosmic_curriculum.envs.spaces import FloatArray, count, is_number
+from cosmic_curriculum.envs.layers import Layer, layers_json, parse_layers
+from cosmic_curriculum.envs.spaces import FloatArray, Space, count, is_number
 from cosmic_curriculum.errors import TrainerError
 
 CONV_ACTIVATIONS = ("linear", "relu")
@@ -85,19 +87,21 @@ def conv_output(conv: tuple[ConvLayer, ...], shape: tuple[int, ...]) -> tuple[in
     return shape
 
 
-def parse_conv(value: Any, image: tuple[int, ...] | None) -> tuple[ConvLayer, ...]:
+def parse_conv(
+    value: Any, image: tuple[int, ...] | None, where: str = "policy.conv"
+) -> tuple[ConvLayer, ...]:
     """``policy.conv`` from its JSON, checked against the (C, H, W) image it reads;
     ``ValueError`` names the field at fault."""
     if value is None or value == []:
         return ()
     if image is None or len(image) != 3:
-        raise ValueError("policy.conv needs a 3-D (channels, height, width) Box observation")
+        raise ValueError(f"{where} needs a 3-D (channels, height, width) Box observation")
     if not isinstance(value, list):
-        raise ValueError("policy.conv must be a list of convolution layers")
+        raise ValueError(f"{where} must be a list of convolution layers")
     layers: list[ConvLayer] = []
     shape = image
     for i, raw in enumerate(value):
-        field = f"policy.conv[{i}]"
+        field = f"{where}[{i}]"
         if not isinstance(raw, dict):
             raise ValueError(f"{field} must be an object with weights, bias, stride, padding")
         try:
@@ -183,3 +187,42 @@ def _plain(module: Any) -> bool:
         and module.padding_mode == "zeros"
         and not isinstance(module.padding, str)
     )
+
+
+@dataclass(frozen=True)
+class Branch:
+    """A Dict observation's image key through its own NatureCNN: convolutions, then the
+    extractor's Linear layers; its output takes the key's place in the concatenation."""
+
+    key: str
+    conv: tuple[ConvLayer, ...]
+    layers: tuple[Layer, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "key": self.key,
+            "conv": [c.to_json() for c in self.conv],
+            "layers": layers_json(self.layers),
+        }
+
+
+def parse_branches(value: Any, obs_space: Space) -> tuple[Branch, ...]:
+    if value is None or value == []:
+        return ()
+    parts = dict(obs_space.parts)
+    if not isinstance(value, list) or obs_space.kind != "Dict":
+        raise ValueError("policy.branches must be a list, for a Dict observation_space")
+    branches: list[Branch] = []
+    for i, raw in enumerate(value):
+        field = f"policy.branches[{i}]"
+        key = raw.get("key") if isinstance(raw, dict) else None
+        if key not in parts or key in {b.key for b in branches}:
+            raise ValueError(f"{field}.key must name a new key of observation_space, got {key!r}")
+        image = parts[key].shape if parts[key].kind == "Box" else None
+        conv = parse_conv(raw.get("conv"), image, f"{field}.conv")
+        if not conv:
+            raise ValueError(f"{field}.conv must list the key's convolutions")
+        inputs = math.prod(conv_output(conv, parts[key].shape))
+        layers = parse_layers(raw.get("layers"), inputs, None, f"{field}.layers")
+        branches.append(Branch(key, conv, layers))
+    return tuple(branches)

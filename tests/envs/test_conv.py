@@ -35,6 +35,20 @@ PIXELS = EnvSpec.model_validate(
         ],
     }
 )
+# The same view with the agent's heading: a Dict of an image key and a Discrete key
+# (MultiInputPolicy gives the image a NatureCNN, one-hots the heading).
+PIXELS_AND_HEADING = EnvSpec.model_validate(
+    {
+        **PIXELS.model_dump(),
+        "wrappers": [
+            {"call": "minigrid.wrappers:RGBImgPartialObsWrapper"},
+            {
+                "call": "gymnasium.wrappers:FilterObservation",
+                "kwargs": {"filter_keys": ["image", "direction"]},
+            },
+        ],
+    }
+)
 
 
 @pytest.mark.parametrize(
@@ -94,11 +108,13 @@ def torch_outputs(model: Any, obs: Any) -> Any:
         return policy.get_distribution(tensor).distribution.logits.numpy()
 
 
-def assert_replays(model: Any, tmp_path: Path, n: int = 200) -> Any:
+def assert_replays(model: Any, tmp_path: Path, n: int = 200, spec: EnvSpec = PIXELS) -> Any:
     path = tmp_path / "bot.json"
-    save_env_bot(env_bot_from_model(model, PIXELS), path)
+    save_env_bot(env_bot_from_model(model, spec), path)
     bot = load_env_bot(path)
     obs = images(n, 1)
+    if spec == PIXELS_AND_HEADING:
+        obs = {"image": obs, "direction": np.random.default_rng(2).integers(0, 4, n)}
     ours, theirs = bot.outputs(obs), torch_outputs(model, obs)
     assert ours.shape == theirs.shape
     if bot.head == "actor":  # torch's Categorical keeps the logits normalised (log-softmax)
@@ -183,3 +199,30 @@ def test_a_cnn_bot_samples_as_its_softmax(tmp_path: Path) -> None:
     probs = torch.softmax(torch.from_numpy(torch_outputs(model, obs[:1])[0]), 0).numpy()
     freq = np.bincount(drawn, minlength=probs.size) / drawn.size
     assert np.abs(freq - probs).max() < 0.06  # 1500 draws: sd of each frequency < 0.013
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("normalize_images", [True, False])
+def test_a_dict_of_an_image_and_a_discrete_key_replays_predict(
+    normalize_images: bool, tmp_path: Path
+) -> None:
+    torch.manual_seed(0)
+    model = sb3.PPO(
+        "MultiInputPolicy",
+        make_env(PIXELS_AND_HEADING),
+        device="cpu",
+        n_steps=64,
+        batch_size=32,
+        policy_kwargs={"normalize_images": normalize_images},
+    )
+    bot = assert_replays(model, tmp_path, spec=PIXELS_AND_HEADING)
+    assert [b.key for b in bot.branches] == ["image"] and not bot.conv
+    assert bot.scale == (1.0 / 255.0 if normalize_images else 1.0)
+    env = make_env(PIXELS_AND_HEADING)
+    obs, _ = env.reset(seed=4)
+    for _ in range(10):  # the env's own Dict observations, one at a time
+        action = int(bot.act({k: np.asarray(v)[None] for k, v in obs.items()})[0])
+        assert action == int(model.predict(obs, deterministic=True)[0])
+        obs, _, done, truncated, _ = env.step(action)
+        if done or truncated:
+            obs, _ = env.reset()

@@ -98,6 +98,20 @@ CASES["DQN-cnn"] = (
     PIXELS,
     lambda: (sb3.DQN("CnnPolicy", make_env(PIXELS), buffer_size=500), None),
 )
+KEYS = ["image", "direction"]  # MiniGrid's pixels and heading, not its mission text
+PIXELS_AND_HEADING = spec(
+    "MiniGrid-Empty-5x5-v0",
+    None,
+    {"call": "minigrid.wrappers:RGBImgPartialObsWrapper"},
+    {
+        "call": "gymnasium.wrappers:FilterObservation",
+        "kwargs": {"filter_keys": ["image", "direction"]},
+    },
+).model_copy(update={"imports": ["minigrid"]})
+CASES["PPO-dict-image"] = (
+    PIXELS_AND_HEADING,
+    lambda: (sb3.PPO("MultiInputPolicy", make_env(PIXELS_AND_HEADING)), None),
+)
 PADDED = {"features_extractor_class": PaddedCNN}
 CASES["A2C-cnn-padded"] = (
     PIXELS,
