@@ -10,7 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from cosmic_curriculum.envs.networks import network_of
+from cosmic_curriculum.envs.conv import Branch, ConvLayer, conv_of
+from cosmic_curriculum.envs.layers import Layer
+from cosmic_curriculum.envs.networks import layers_of, network_of
 from cosmic_curriculum.envs.obs_norm import ObsNorm, obs_norm_of
 from cosmic_curriculum.envs.policy import EnvBot
 from cosmic_curriculum.envs.spaces import Space
@@ -66,7 +68,8 @@ def env_bot_from_model(
     algo = type(model).__name__
     action_space = space_of(policy.action_space, "action")
     net = network_of(policy, algo, action_space.kind == "Box")
-    obs_space, scale = _observation(policy, net.extractor, algo)
+    obs_space, scale, branches = _observation(policy, net.extractor, algo)
+    conv, features = _image_layers(net.extractor, algo)
     provenance: dict[str, Any] = {"algo": algo, "timesteps": int(model.num_timesteps)}
     if checkpoint_sha256 is not None:
         provenance["checkpoint_sha256"] = checkpoint_sha256
@@ -74,7 +77,7 @@ def env_bot_from_model(
         spec,
         obs_space,
         action_space,
-        net.layers,
+        (*features, *net.layers),
         head=net.head,
         scale=scale,
         log_std=net.log_std,
@@ -82,40 +85,70 @@ def env_bot_from_model(
         obs_norm=_obs_norm(normalizer, obs_space, algo),
         squash=net.squash,
         log_std_layer=net.log_std_layer,
+        conv=conv,
+        branches=branches,
     )
 
 
-def _observation(policy: Any, extractor: Any, algo: str) -> tuple[Space, float]:
-    """The observation space as the extractor reads it, and the image scale."""
+def _image_layers(extractor: Any, algo: str) -> tuple[tuple[ConvLayer, ...], tuple[Layer, ...]]:
+    """A NatureCNN's convolutions, and its Linear layers after the Flatten (which come
+    before the policy's own); nothing for any other extractor."""
+    from stable_baselines3.common.torch_layers import NatureCNN
+
+    if not isinstance(extractor, NatureCNN):
+        return (), ()
+    where = f"the {algo} policy's"
+    conv, rest = conv_of(list(extractor.cnn), where)
+    return conv, layers_of([*rest, *extractor.linear], f"the {algo} policy's features extractor")
+
+
+def _observation(policy: Any, extractor: Any, algo: str) -> tuple[Space, float, tuple[Branch, ...]]:
+    """The observation space as the extractor reads it, the image scale, and a Dict's
+    image keys through their own NatureCNN."""
     from stable_baselines3.common.preprocessing import is_image_space
-    from stable_baselines3.common.torch_layers import CombinedExtractor, FlattenExtractor
+    from stable_baselines3.common.torch_layers import (
+        CombinedExtractor,
+        FlattenExtractor,
+        NatureCNN,
+    )
     from torch import nn
 
     space = policy.observation_space
-    if isinstance(extractor, FlattenExtractor):
+    if isinstance(extractor, FlattenExtractor | NatureCNN):
         scale = 1.0
         if type(space).__name__ == "Box" and policy.normalize_images and is_image_space(space):
             scale = 1.0 / 255.0  # SB3's preprocess_obs divides image observations
-        return space_of(space, "observation"), scale
+        return space_of(space, "observation"), scale, ()
     if isinstance(extractor, CombinedExtractor):
+        branches, scales = [], set()
         for key, sub in extractor.extractors.items():
-            if not isinstance(sub, nn.Flatten):
+            if isinstance(sub, NatureCNN):
+                conv, layers = _image_layers(sub, algo)
+                branches.append(Branch(key, conv, layers))
+                divided = policy.normalize_images and is_image_space(space.spaces[key])
+                scales.add(1.0 / 255.0 if divided else 1.0)
+            elif not isinstance(sub, nn.Flatten):
                 raise TrainerError(
                     f"cannot export the {algo} policy: observation key {key!r} goes through "
-                    f"{type(sub).__name__} (an image key); env bots replay Dict observations "
-                    "of flattened keys (wrap the env to drop or flatten the image)"
+                    f"{type(sub).__name__}; env bots replay Dict observations of flattened "
+                    "keys and NatureCNN image keys (wrap the env to drop or flatten the key)"
                 )
-        # CombinedExtractor concatenates in its own key order; every key is flattened
-        # (an image key, the only one SB3 divides by 255, would have a CNN).
+        if len(scales) > 1:
+            raise TrainerError(
+                f"cannot export the {algo} policy: its image keys are divided by 255 and "
+                "not alike; give every image key the same dtype and bounds"
+            )
+        # CombinedExtractor concatenates in its own key order; flattened keys are not
+        # divided (SB3 divides only image keys, which have a CNN).
         parts = tuple(
             (key, space_of(space.spaces[key], f"observation {key!r}"))
             for key in extractor.extractors
         )
-        return Space("Dict", parts=parts), 1.0
+        return Space("Dict", parts=parts), scales.pop() if scales else 1.0, tuple(branches)
     raise TrainerError(
         f"cannot export a {algo} policy with the {type(extractor).__name__} features "
-        "extractor: env bots replay MlpPolicy (FlattenExtractor) and MultiInputPolicy "
-        "(CombinedExtractor of flattened keys)"
+        "extractor: env bots replay MlpPolicy (FlattenExtractor), CnnPolicy (NatureCNN) "
+        "and MultiInputPolicy (CombinedExtractor of flattened keys)"
     )
 
 

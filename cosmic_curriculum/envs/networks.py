@@ -22,7 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from cosmic_curriculum.envs.policy import Head, Layer, LogStdLayer
+from cosmic_curriculum.envs.layers import Layer
+from cosmic_curriculum.envs.policy import Head, LogStdLayer
 from cosmic_curriculum.errors import TrainerError
 
 

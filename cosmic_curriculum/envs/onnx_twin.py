@@ -6,8 +6,10 @@ The graph is :class:`EnvBot`'s deterministic forward pass written out node by no
 - inputs: ``obs`` (a Box observation, float32 ``[batch, *shape]``; a Discrete one, int64
   ``[batch]``, one-hot in the graph), or for a Dict observation one input ``obs.<key>``
   per key in the bot's order;
-- ``obs_norm`` (``Sub``, ``Div``, ``Clip``), ``scale``, per layer ``MatMul`` + ``Add``
-  (+ ``Tanh``/``Relu``);
+- ``obs_norm`` (``Sub``, ``Div``, ``Clip``), ``scale`` (of images); an image policy's
+  ``conv`` (or a Dict image key's branch) as ``Reshape`` to (C, H, W), per layer ``Conv``
+  (+ ``Relu``), ``Flatten`` (then the branch's layers); per layer
+  ``MatMul`` + ``Add`` (+ ``Tanh``/``Relu``);
 - output ``action``: a Discrete action int64 ``[batch]`` (``ArgMax`` + start), a Box one
   float32 ``[batch, *shape]`` (``squash``: ``Tanh`` then rescaled, else bounded by ``Max``
   and ``Min``).
@@ -29,6 +31,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from cosmic_curriculum.envs.conv import ConvLayer
+from cosmic_curriculum.envs.layers import Layer
 from cosmic_curriculum.envs.policy import EnvBot, is_env_bot_file, load_env_bot
 from cosmic_curriculum.envs.spaces import Space, batch_size, channels_first, parse_space
 from cosmic_curriculum.errors import BotError
@@ -78,6 +82,7 @@ def _features(g: _Graph, bot: EnvBot) -> tuple[str, list[Any]]:
     parts = list(space.parts) if space.kind == "Dict" else [(None, space)]
     pieces: list[str] = []
     inputs: list[Any] = []
+    branches = {b.key: b for b in bot.branches}
     for (key, part), name in zip(parts, input_names(space), strict=True):
         tag = "obs" if key is None else f"obs_{len(pieces)}"
         if part.kind == "Discrete":
@@ -100,12 +105,43 @@ def _features(g: _Graph, bot: EnvBot) -> tuple[str, list[Any]]:
             x = g.node("Div", [x, g.const(f"{tag}_std", std)], f"{tag}_scaled")
             lo, hi = g.const(f"{tag}_lo", -norm.clip_obs), g.const(f"{tag}_hi", norm.clip_obs)
             x = g.node("Clip", [x, lo, hi], f"{tag}_normalised")
-        if bot.scale != 1.0:
+        branch = branches.get(key) if key is not None else None
+        if bot.scale != 1.0 and (key is None or branch is not None):  # images only
             x = g.node("Mul", [x, g.const(f"{tag}_scale", bot.scale)], f"{tag}_times_scale")
+        if branch is not None:
+            x = _dense(g, _conv(g, x, part.shape, branch.conv, f"{tag}_"), branch.layers, f"{tag}_")
         pieces.append(x)
     if len(pieces) == 1:
         return pieces[0], inputs
     return g.node("Concat", pieces, "features", axis=1), inputs
+
+
+def _conv(g: _Graph, x: str, shape: tuple[int, ...], conv: tuple[ConvLayer, ...], tag: str) -> str:
+    """Flattened pixels back to ``[batch, C, H, W]``, through ``conv``, flattened."""
+    x = g.node("Reshape", [x, g.const(f"{tag}image_shape", [-1, *shape], np.int64)], f"{tag}image")
+    for i, layer in enumerate(conv):
+        (ph, pw), name = layer.padding, f"{tag}conv{i}"
+        weights, bias = (
+            g.const(f"{name}_weights", layer.weights),
+            g.const(f"{name}_bias", layer.bias),
+        )
+        x = g.node(
+            "Conv", [x, weights, bias], name, strides=list(layer.stride), pads=[ph, pw, ph, pw]
+        )
+        if layer.activation == "relu":
+            x = g.node("Relu", [x], f"{name}_relu")
+    return g.node("Flatten", [x], f"{tag}conv_flat", axis=1)
+
+
+def _dense(g: _Graph, x: str, layers: tuple[Layer, ...], tag: str) -> str:
+    for i, layer in enumerate(layers):
+        name = f"{tag}layer{i}"
+        x = g.node("MatMul", [x, g.const(f"{name}_weights_t", layer.weights.T)], f"{name}_mm")
+        x = g.node("Add", [x, g.const(f"{name}_bias", layer.bias)], f"{name}_linear")
+        if layer.activation != "linear":
+            op = {"tanh": "Tanh", "relu": "Relu"}[layer.activation]
+            x = g.node(op, [x], f"{name}_{layer.activation}")
+    return x
 
 
 def build_twin(bot: EnvBot, metadata: dict[str, str]) -> Any:
@@ -115,12 +151,9 @@ def build_twin(bot: EnvBot, metadata: dict[str, str]) -> Any:
 
     g = _Graph()
     x, inputs = _features(g, bot)
-    for i, layer in enumerate(bot.layers):
-        x = g.node("MatMul", [x, g.const(f"layer{i}_weights_t", layer.weights.T)], f"layer{i}_mm")
-        x = g.node("Add", [x, g.const(f"layer{i}_bias", layer.bias)], f"layer{i}_linear")
-        if layer.activation != "linear":
-            op = {"tanh": "Tanh", "relu": "Relu"}[layer.activation]
-            x = g.node(op, [x], f"layer{i}_{layer.activation}")
+    if bot.conv:
+        x = _conv(g, x, bot.observation_space.shape, bot.conv, "")
+    x = _dense(g, x, bot.layers, "")
     space = bot.action_space
     if space.kind == "Discrete":
         x = g.node("ArgMax", [x], "argmax" if space.start else OUTPUT, axis=1, keepdims=0)

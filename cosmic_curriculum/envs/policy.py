@@ -9,6 +9,8 @@ checkpoint's sha256). docs/BOT_FORMAT.md describes the fields; ``envs/export.py`
 
 - observation: ``obs_norm`` (``envs/obs_norm.py``), then SB3's ``preprocess_obs``
   (``envs/spaces.py``: one-hot, /255 for images, Dict keys concatenated);
+- ``conv`` (an image policy's NatureCNN, ``envs/conv.py``): convolutions of the
+  channel-first image, flattened;
 - ``layers``: each ``act(x @ W.T + b)``;
 - action: Discrete → argmax of the logits (or Q-values), or a softmax sample; Box → the
   mean, or a Gaussian sample, then tanh and rescaled to the bounds (``squash``) or
@@ -17,6 +19,7 @@ checkpoint's sha256). docs/BOT_FORMAT.md describes the fields; ``envs/export.py`
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -24,6 +27,15 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import NDArray
 
+from cosmic_curriculum.envs.conv import (
+    Branch,
+    ConvLayer,
+    conv_forward,
+    conv_output,
+    parse_branches,
+    parse_conv,
+)
+from cosmic_curriculum.envs.layers import Layer, dense, layers_json, parse_layers, vector
 from cosmic_curriculum.envs.obs_norm import ObsNorm, parse_obs_norm
 from cosmic_curriculum.envs.spaces import FloatArray, Space, is_number, parse_space
 from cosmic_curriculum.errors import BotError, StateError
@@ -31,23 +43,7 @@ from cosmic_curriculum.system.fsio import atomic_write_json, read_json
 from cosmic_curriculum.workspace.env_config import EnvSpec
 
 FORMAT = "cosmic-env-bot/1"
-ACTIVATIONS = ("linear", "tanh", "relu")
 Head = Literal["actor", "q"]
-
-
-@dataclass(frozen=True)
-class Layer:
-    weights: FloatArray  # (out, in)
-    bias: FloatArray  # (out,)
-    activation: str
-
-
-def _activate(x: FloatArray, activation: str) -> FloatArray:
-    if activation == "tanh":
-        return np.tanh(x)
-    if activation == "relu":
-        return np.maximum(x, 0.0)
-    return x
 
 
 @dataclass(frozen=True)
@@ -86,6 +82,8 @@ class EnvBot:
     obs_norm: ObsNorm | None = None  # VecNormalize's frozen statistics, applied first
     squash: bool = False  # tanh then rescaled to the Box bounds (SAC, TD3, ARS)
     log_std_layer: LogStdLayer | None = None  # SAC's state-dependent log-std
+    conv: tuple[ConvLayer, ...] = ()  # an image's convolutions, before ``layers``
+    branches: tuple[Branch, ...] = ()  # a Dict's image keys, each through its own CNN
 
     def features(self, obs: Any) -> FloatArray:
         """A batch of observations (a dict of batches for a Dict space) as the network's
@@ -93,16 +91,27 @@ class EnvBot:
         ``preprocess_obs``."""
         if self.obs_norm is not None:
             obs = self.obs_norm.apply(obs)
-        return self.observation_space.features(obs, self.scale)
+        if not self.branches:
+            return self.observation_space.features(obs, self.scale)
+        if not isinstance(obs, dict):
+            raise ValueError("a Dict observation space needs a dict of observations")
+        branches = {b.key: b for b in self.branches}
+        pieces = []
+        for key, part in self.observation_space.parts:
+            branch = branches.get(key)
+            if branch is None:
+                pieces.append(part.features(obs[key]))
+                continue
+            image = part.features(obs[key], self.scale).reshape(-1, *part.shape)
+            pieces.append(dense(branch.layers, conv_forward(branch.conv, image))[1])
+        return np.concatenate(pieces, 1)
 
     def hidden_and_outputs(self, obs: Any) -> tuple[FloatArray, FloatArray]:
         """The last layer's input and its outputs (logits, Q-values or the mean)."""
         x = self.features(obs)
-        hidden = x
-        for layer in self.layers:
-            hidden = x
-            x = _activate(x @ layer.weights.T + layer.bias, layer.activation)
-        return hidden, x
+        if self.conv:
+            x = conv_forward(self.conv, x.reshape(-1, *self.observation_space.shape))
+        return dense(self.layers, x)
 
     def outputs(self, obs: Any) -> FloatArray:
         """The last layer's outputs: logits, Q-values or the Gaussian's mean, (batch, out)."""
@@ -152,14 +161,9 @@ class EnvBot:
             "policy": {
                 "head": self.head,
                 "scale": self.scale,
-                "layers": [
-                    {
-                        "weights": layer.weights.tolist(),
-                        "bias": layer.bias.tolist(),
-                        "activation": layer.activation,
-                    }
-                    for layer in self.layers
-                ],
+                "conv": [layer.to_json() for layer in self.conv],
+                "branches": [branch.to_json() for branch in self.branches],
+                "layers": layers_json(self.layers),
                 "log_std": None if self.log_std is None else self.log_std.tolist(),
                 "squash": self.squash,
                 "log_std_layer": (
@@ -225,10 +229,17 @@ def parse_env_bot(document: Any) -> EnvBot:
     scale = policy.get("scale", 1.0)
     if not isinstance(scale, int | float) or isinstance(scale, bool) or not scale > 0:
         raise ValueError(f"policy.scale must be a positive number, got {scale!r}")
-    layers = _layers(policy.get("layers"), obs_space.size, action_space.size)
+    image = obs_space.shape if obs_space.kind == "Box" else None
+    conv = parse_conv(policy.get("conv"), image)
+    inputs = math.prod(conv_output(conv, obs_space.shape)) if conv else obs_space.size
+    branches = parse_branches(policy.get("branches"), obs_space)
+    if branches:
+        widths = {b.key: b.layers[-1].weights.shape[0] for b in branches}
+        inputs = sum(widths.get(key, part.size) for key, part in obs_space.parts)
+    layers = parse_layers(policy.get("layers"), inputs, action_space.size)
     log_std = None
     if policy.get("log_std") is not None:
-        log_std = _vector(policy["log_std"], "policy.log_std")
+        log_std = vector(policy["log_std"], "policy.log_std")
         if action_space.kind != "Box" or log_std.shape != (action_space.size,):
             raise ValueError(
                 f"policy.log_std has {log_std.size} values; a Box action_space of "
@@ -260,6 +271,8 @@ def parse_env_bot(document: Any) -> EnvBot:
         obs_norm,
         squash,
         log_std_layer,
+        conv,
+        branches,
     )
 
 
@@ -277,10 +290,10 @@ def _log_std_layer(
     rows = value.get("weights")
     if not isinstance(rows, list) or len(rows) != action_space.size:
         raise ValueError(f"{field}.weights must list {action_space.size} rows")
-    weights = np.array([_vector(r, f"{field}.weights") for r in rows])
+    weights = np.array([vector(r, f"{field}.weights") for r in rows])
     if weights.shape != (action_space.size, width):
         raise ValueError(f"{field}.weights rows must have {width} values (the last layer's input)")
-    bias = _vector(value.get("bias"), f"{field}.bias")
+    bias = vector(value.get("bias"), f"{field}.bias")
     if bias.shape != (action_space.size,):
         raise ValueError(f"{field}.bias must have {action_space.size} values")
     low: Any = value.get("min")
@@ -288,38 +301,3 @@ def _log_std_layer(
     if not (is_number(low) and is_number(high) and low < high):
         raise ValueError(f"{field}.min and .max must be numbers, min < max; got {low!r}, {high!r}")
     return LogStdLayer(weights, bias, float(low), float(high))
-
-
-def _vector(value: Any, field: str) -> FloatArray:
-    if not isinstance(value, list) or not all(is_number(v) for v in value):
-        raise ValueError(f"{field} must be a list of finite numbers")
-    return np.array(value, dtype=np.float64)
-
-
-def _layers(value: Any, inputs: int, outputs: int) -> tuple[Layer, ...]:
-    if not isinstance(value, list) or not value:
-        raise ValueError("policy.layers must be a non-empty list")
-    layers = []
-    width = inputs
-    for i, raw in enumerate(value):
-        field = f"policy.layers[{i}]"
-        if not isinstance(raw, dict):
-            raise ValueError(f"{field} must be an object with weights, bias and activation")
-        rows = raw.get("weights")
-        if not isinstance(rows, list) or not rows or not all(isinstance(r, list) for r in rows):
-            raise ValueError(f"{field}.weights must be a list of rows")
-        lengths = sorted({len(r) for r in rows})
-        if lengths != [width]:
-            raise ValueError(f"{field}.weights rows must have {width} values, got {lengths}")
-        weights = np.array([_vector(r, f"{field}.weights") for r in rows])
-        bias = _vector(raw.get("bias"), f"{field}.bias")
-        if bias.shape != (weights.shape[0],):
-            raise ValueError(f"{field}.bias must have {weights.shape[0]} values")
-        activation = raw.get("activation")
-        if activation not in ACTIVATIONS:
-            raise ValueError(f"{field}.activation is {activation!r}, expected one of {ACTIVATIONS}")
-        layers.append(Layer(weights, bias, activation))
-        width = weights.shape[0]
-    if width != outputs:
-        raise ValueError(f"the last layer gives {width} outputs; the action space needs {outputs}")
-    return tuple(layers)

@@ -229,3 +229,18 @@ def test_a_zoo_budget_is_reported_not_used(tmp_path: Path) -> None:
         "stage 1 a: zoo.yml:Pendulum-v1 has n_timesteps 20,000; the stage trains its own "
         "budget (1,000 timesteps)"
     ]
+
+
+PIXELS = (
+    '[env]\nkind = "gymnasium"\nid = "MiniGrid-Empty-5x5-v0"\nimports = ["minigrid"]\n'
+    'wrappers = [{call = "minigrid.wrappers:RGBImgPartialObsWrapper"}, '
+    '{call = "minigrid.wrappers:ImgObsWrapper"}]\n[defaults]\ntimesteps = 1000\n'
+)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("algo", ["PPO", "DQN"])
+def test_an_image_stage_passes_with_cnn_policy(tmp_path: Path, algo: str) -> None:
+    # (56, 56, 3) pixels: CnnPolicy is chosen, and its NatureCNN exports as an env bot.
+    pytest.importorskip("minigrid")
+    passes(tmp_path, PIXELS + f'[trainer]\nalgo = "{algo}"\n[[stages]]\nname = "a"\n')

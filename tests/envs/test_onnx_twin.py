@@ -16,6 +16,7 @@ sb3 = pytest.importorskip("stable_baselines3")
 contrib = pytest.importorskip("sb3_contrib", reason="sb3-contrib (the contrib extra) is needed")
 pytest.importorskip("onnxruntime")
 
+from image_extractors import PaddedCNN  # noqa: E402
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize  # noqa: E402
 from typer.testing import CliRunner  # noqa: E402
 
@@ -44,6 +45,18 @@ PENDULUM = spec("Pendulum-v1", None, RESCALE)
 LAKE = spec("FrozenLake-v1", {"map_name": "4x4", "is_slippery": False})
 LAKE_DICT = spec("FrozenLake-v1", {"map_name": "4x4", "is_slippery": False}, TIME_AWARE)
 SMALL = {"net_arch": [32, 32]}
+# MiniGrid's view as a (56, 56, 3) uint8 image: CnnPolicy, SB3's NatureCNN.
+PIXELS = EnvSpec.model_validate(
+    {
+        "kind": "gymnasium",
+        "id": "MiniGrid-Empty-5x5-v0",
+        "imports": ["minigrid"],
+        "wrappers": [
+            {"call": "minigrid.wrappers:RGBImgPartialObsWrapper"},
+            {"call": "minigrid.wrappers:ImgObsWrapper"},
+        ],
+    }
+)
 
 
 def normalized(s: EnvSpec, policy: str = "MlpPolicy") -> Any:
@@ -80,6 +93,30 @@ CASES: dict[str, tuple[EnvSpec, Builder]] = {
     ]
 }
 CASES["PPO-obs-norm"] = (PENDULUM, lambda: normalized(PENDULUM))
+CASES["PPO-cnn"] = (PIXELS, lambda: (sb3.PPO("CnnPolicy", make_env(PIXELS)), None))
+CASES["DQN-cnn"] = (
+    PIXELS,
+    lambda: (sb3.DQN("CnnPolicy", make_env(PIXELS), buffer_size=500), None),
+)
+KEYS = ["image", "direction"]  # MiniGrid's pixels and heading, not its mission text
+PIXELS_AND_HEADING = spec(
+    "MiniGrid-Empty-5x5-v0",
+    None,
+    {"call": "minigrid.wrappers:RGBImgPartialObsWrapper"},
+    {
+        "call": "gymnasium.wrappers:FilterObservation",
+        "kwargs": {"filter_keys": ["image", "direction"]},
+    },
+).model_copy(update={"imports": ["minigrid"]})
+CASES["PPO-dict-image"] = (
+    PIXELS_AND_HEADING,
+    lambda: (sb3.PPO("MultiInputPolicy", make_env(PIXELS_AND_HEADING)), None),
+)
+PADDED = {"features_extractor_class": PaddedCNN}
+CASES["A2C-cnn-padded"] = (
+    PIXELS,
+    lambda: (sb3.A2C("CnnPolicy", make_env(PIXELS), policy_kwargs=PADDED), None),
+)
 
 
 def observations(s: EnvSpec, n: int) -> Any:

@@ -11,13 +11,14 @@ import pytest
 
 gymnasium = pytest.importorskip("gymnasium")
 sb3 = pytest.importorskip("stable_baselines3")
+torch = pytest.importorskip("torch")
 
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize  # noqa: E402
 
 from cosmic_curriculum.envs.evaluate import RANDOM, evaluate_env  # noqa: E402
 from cosmic_curriculum.envs.export import env_bot_from_model  # noqa: E402
 from cosmic_curriculum.envs.gymnasium import make_env  # noqa: E402
-from cosmic_curriculum.envs.policy import load_env_bot, save_env_bot  # noqa: E402
+from cosmic_curriculum.envs.policy import load_env_bot, parse_env_bot, save_env_bot  # noqa: E402
 from cosmic_curriculum.envs.spaces import parse_space  # noqa: E402
 from cosmic_curriculum.errors import TrainerError  # noqa: E402
 from cosmic_curriculum.workspace.env_config import EnvSpec  # noqa: E402
@@ -112,9 +113,23 @@ class ImageKeyEnv(gymnasium.Env):
         return self.observation_space.sample(), 0.0, True, False, {}
 
 
-def test_an_image_key_is_refused_in_one_line() -> None:
+def test_an_image_key_beside_a_box_key_replays_predict() -> None:
+    # The image key goes through its own NatureCNN (a branch), divided by 255; "x" is
+    # flattened and not divided; the concatenation follows the extractor's key order.
     model = sb3.PPO("MultiInputPolicy", ImageKeyEnv(), n_steps=8, batch_size=8, device="cpu")
-    with pytest.raises(TrainerError, match="'image' goes through NatureCNN") as caught:
+    bot = parse_env_bot(env_bot_from_model(model, CARTPOLE).to_json())
+    assert [b.key for b in bot.branches] == ["image"] and bot.scale == 1.0 / 255.0
+    space = ImageKeyEnv.observation_space
+    space.seed(0)
+    drawn = [space.sample() for _ in range(64)]
+    obs = {k: np.stack([d[k] for d in drawn]) for k in drawn[0]}
+    assert np.array_equal(bot.act(obs), model.predict(obs, deterministic=True)[0])
+
+
+def test_a_key_through_another_extractor_is_refused_in_one_line() -> None:
+    model = sb3.PPO("MultiInputPolicy", ImageKeyEnv(), n_steps=8, batch_size=8, device="cpu")
+    model.policy.features_extractor.extractors["x"] = torch.nn.Identity()
+    with pytest.raises(TrainerError, match="'x' goes through Identity") as caught:
         env_bot_from_model(model, CARTPOLE)
     assert "\n" not in str(caught.value)
 

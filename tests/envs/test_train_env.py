@@ -107,3 +107,45 @@ def test_bad_options_are_one_line(tmp_path: Path) -> None:
         out, _ = proc.communicate(timeout=120)
         assert proc.returncode == 2, out
         assert needle in out and len(out.strip().splitlines()) == 1, out
+
+
+# MiniGrid's view as pixels, (56, 56, 3) uint8: train-env picks CnnPolicy (NatureCNN).
+PIXELS = EnvSpec.model_validate(
+    {
+        "kind": "gymnasium",
+        "id": "MiniGrid-Empty-5x5-v0",
+        "imports": ["minigrid"],
+        "wrappers": [
+            {"call": "minigrid.wrappers:RGBImgPartialObsWrapper"},
+            {"call": "minigrid.wrappers:ImgObsWrapper"},
+        ],
+    }
+)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_train_env_on_images_writes_a_cnn_bot_and_twin_that_play(tmp_path: Path) -> None:
+    pytest.importorskip("minigrid")
+    small = '{"n_steps": 64, "batch_size": 64, "n_epochs": 1}'
+    proc = train_env(
+        tmp_path, "pixels", "--timesteps", "256", "--env", PIXELS.to_argument(),
+        "--hyperparams", small, "--n-envs", "2",
+    )  # fmt: skip
+    out, _ = proc.communicate(timeout=280)
+    assert proc.returncode == 0, out
+    bot = load_env_bot(tmp_path / "bots" / "pixels.json")
+    assert bot.provenance is not None and bot.provenance["timesteps"] >= 256
+    assert len(bot.conv) == 3 and bot.observation_space.shape == (3, 56, 56)
+    twin = load_env_twin(tmp_path / "bots" / "pixels.onnx")
+    images = np.random.default_rng(0).integers(0, 256, (64, 56, 56, 3), dtype=np.uint8)
+    assert np.array_equal(twin.act(images), bot.act(images))  # the env's channel-last images
+    for candidate in ("bots/pixels.json", "bots/pixels.onnx"):
+        argv = [sys.executable, "-m", "cosmic_curriculum", "evaluate", candidate, "random"]
+        done = subprocess.run(
+            [*argv, "-n", "4"], cwd=tmp_path, capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+    history = json.loads((tmp_path / "eval_history.json").read_text())
+    records = history if isinstance(history, list) else history["records"]
+    assert len(records) == 2 and all(r["episodes"] == 4 for r in records)
