@@ -6,12 +6,11 @@ replay in a clone that has no checkpoints/."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from env_helpers import bare_workspace, cli
 
 STAGES = """\
 max_retries = 1
@@ -35,28 +34,12 @@ timesteps = 8_000
 """
 
 
-def cli(ws: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "cosmic_curriculum", *args],
-        cwd=ws,
-        env=dict(os.environ),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-
-
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_a_gymnasium_curriculum_needs_no_commands_of_its_own(tmp_path: Path) -> None:
     pytest.importorskip("gymnasium")
     pytest.importorskip("stable_baselines3")
-    ws = tmp_path / "ws"
-    made = cli(tmp_path, "init", "--bare", str(ws))
-    assert made.returncode == 0, made.stdout + made.stderr
-    (ws / "stages.toml").write_text(STAGES)
-    subprocess.run(["git", "add", "stages.toml"], cwd=ws, check=True)
-    subprocess.run(["git", "commit", "-qm", "stages"], cwd=ws, check=True)
+    ws = bare_workspace(tmp_path, STAGES)
 
     done = cli(ws, "run")
     assert done.returncode == 0, done.stdout + done.stderr

@@ -14,6 +14,7 @@ sb3 = pytest.importorskip("stable_baselines3")
 torch = pytest.importorskip("torch")
 pytest.importorskip("minigrid")
 
+from env_helpers import PIXELS  # noqa: E402
 from image_extractors import PaddedCNN  # noqa: E402
 
 from cosmic_curriculum.envs.conv import conv_forward, conv_of  # noqa: E402
@@ -23,18 +24,6 @@ from cosmic_curriculum.envs.policy import load_env_bot, parse_env_bot, save_env_
 from cosmic_curriculum.errors import TrainerError  # noqa: E402
 from cosmic_curriculum.workspace.env_config import EnvSpec  # noqa: E402
 
-# MiniGrid's view as pixels: 7x7 tiles of 8 pixels, a (56, 56, 3) uint8 image.
-PIXELS = EnvSpec.model_validate(
-    {
-        "kind": "gymnasium",
-        "id": "MiniGrid-Empty-5x5-v0",
-        "imports": ["minigrid"],
-        "wrappers": [
-            {"call": "minigrid.wrappers:RGBImgPartialObsWrapper"},
-            {"call": "minigrid.wrappers:ImgObsWrapper"},
-        ],
-    }
-)
 # The same view with the agent's heading: a Dict of an image key and a Discrete key
 # (MultiInputPolicy gives the image a NatureCNN, one-hots the heading).
 PIXELS_AND_HEADING = EnvSpec.model_validate(

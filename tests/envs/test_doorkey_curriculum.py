@@ -27,6 +27,8 @@ import pytest
 pytest.importorskip("minigrid")
 pytest.importorskip("stable_baselines3")
 
+from env_helpers import cli
+
 from cosmic_curriculum.system import processes
 from cosmic_curriculum.workspace.config_file import preset_path
 from cosmic_curriculum.workspace.init import init_workspace
@@ -43,17 +45,6 @@ def _no_leftover_processes() -> Iterator[None]:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-
-
-def cli(ws: Path, *args: str, timeout: float = 400) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "cosmic_curriculum", *args],
-        cwd=ws,
-        env=dict(os.environ),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
 
 
 def preset(*, stages: int, gate: str, timesteps: list[int]) -> str:

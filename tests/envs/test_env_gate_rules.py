@@ -5,12 +5,10 @@ bot still solves the lake, and a slippery stage fails on the threshold rule, sam
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from env_helpers import bare_workspace, cli
 
 STAGES = """\
 max_retries = 0
@@ -41,28 +39,12 @@ gate = {rule = ["threshold", "sprt"], target = 0.9, deterministic = false}
 """
 
 
-def cli(ws: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "cosmic_curriculum", *args],
-        cwd=ws,
-        env=dict(os.environ),
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-
-
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_threshold_and_not_worse_pass_then_the_slippery_lake_fails(tmp_path: Path) -> None:
     pytest.importorskip("gymnasium")
     pytest.importorskip("stable_baselines3")
-    ws = tmp_path / "ws"
-    made = cli(tmp_path, "init", "--bare", str(ws))
-    assert made.returncode == 0, made.stdout + made.stderr
-    (ws / "stages.toml").write_text(STAGES)
-    subprocess.run(["git", "add", "stages.toml"], cwd=ws, check=True)
-    subprocess.run(["git", "commit", "-qm", "stages"], cwd=ws, check=True)
+    ws = bare_workspace(tmp_path, STAGES)
 
     blocked = cli(ws, "run")
     assert blocked.returncode == 1, blocked.stdout + blocked.stderr

@@ -16,6 +16,7 @@ sb3 = pytest.importorskip("stable_baselines3")
 contrib = pytest.importorskip("sb3_contrib", reason="sb3-contrib (the contrib extra) is needed")
 pytest.importorskip("onnxruntime")
 
+from env_helpers import PIXELS  # noqa: E402
 from image_extractors import PaddedCNN  # noqa: E402
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize  # noqa: E402
 from typer.testing import CliRunner  # noqa: E402
@@ -45,18 +46,6 @@ PENDULUM = spec("Pendulum-v1", None, RESCALE)
 LAKE = spec("FrozenLake-v1", {"map_name": "4x4", "is_slippery": False})
 LAKE_DICT = spec("FrozenLake-v1", {"map_name": "4x4", "is_slippery": False}, TIME_AWARE)
 SMALL = {"net_arch": [32, 32]}
-# MiniGrid's view as a (56, 56, 3) uint8 image: CnnPolicy, SB3's NatureCNN.
-PIXELS = EnvSpec.model_validate(
-    {
-        "kind": "gymnasium",
-        "id": "MiniGrid-Empty-5x5-v0",
-        "imports": ["minigrid"],
-        "wrappers": [
-            {"call": "minigrid.wrappers:RGBImgPartialObsWrapper"},
-            {"call": "minigrid.wrappers:ImgObsWrapper"},
-        ],
-    }
-)
 
 
 def normalized(s: EnvSpec, policy: str = "MlpPolicy") -> Any:

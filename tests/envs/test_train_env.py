@@ -18,6 +18,8 @@ import pytest
 pytest.importorskip("gymnasium")
 pytest.importorskip("stable_baselines3")
 
+from env_helpers import PIXELS
+
 from cosmic_curriculum.envs.evaluate import RANDOM, evaluate_env
 from cosmic_curriculum.envs.onnx_twin import load_env_twin
 from cosmic_curriculum.envs.policy import load_env_bot
@@ -107,20 +109,6 @@ def test_bad_options_are_one_line(tmp_path: Path) -> None:
         out, _ = proc.communicate(timeout=120)
         assert proc.returncode == 2, out
         assert needle in out and len(out.strip().splitlines()) == 1, out
-
-
-# MiniGrid's view as pixels, (56, 56, 3) uint8: train-env picks CnnPolicy (NatureCNN).
-PIXELS = EnvSpec.model_validate(
-    {
-        "kind": "gymnasium",
-        "id": "MiniGrid-Empty-5x5-v0",
-        "imports": ["minigrid"],
-        "wrappers": [
-            {"call": "minigrid.wrappers:RGBImgPartialObsWrapper"},
-            {"call": "minigrid.wrappers:ImgObsWrapper"},
-        ],
-    }
-)
 
 
 @pytest.mark.slow
