@@ -13,6 +13,7 @@ and ``onnxruntime`` (to run) are imported inside the functions that need them.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -125,8 +126,13 @@ def build_model(bot: MlpBot, metadata: dict[str, str]) -> ModelProto:
     return model
 
 
-def write_onnx(json_path: str | Path, out: str | Path | None = None) -> Path:
-    """Convert an MLP bot file to ONNX (default ``<same stem>.onnx``); returns the path."""
+def write_onnx(
+    json_path: str | Path,
+    out: str | Path | None = None,
+    write: Callable[[Path, bytes], None] = fsio.atomic_write_bytes,
+) -> Path:
+    """Convert an MLP bot file to ONNX (default ``<same stem>.onnx``); returns the path.
+    ``write`` writes the model (`export-onnx` gives its output's writer)."""
     json_path = Path(json_path)
     out = onnx_path_for(json_path) if out is None else Path(out)
     if out.suffix.lower() != ".onnx":
@@ -156,7 +162,7 @@ def write_onnx(json_path: str | Path, out: str | Path | None = None) -> Path:
         "source_sha256": bot_sha256(json_path),
     }
     model = build_model(bot, metadata)
-    fsio.atomic_write_bytes(out, model.SerializeToString())
+    write(out, model.SerializeToString())
     return out
 
 

@@ -112,13 +112,9 @@ def workspace_lock(directory: Path, wait: float = LOCK_WAIT_SECONDS) -> Iterator
 def enclosing_workspace(directory: Path) -> Path | None:
     """The workspace ``directory`` lies in: itself or the nearest parent holding a
     curriculum state or a workspace lock file; None outside any workspace."""
-    from cosmic_curriculum.workspace.layout import LOCK_FILE, STATE_FILE
+    from cosmic_curriculum.workspace.outputs import workspace_of
 
-    start = Path(directory).resolve()
-    for candidate in (start, *start.parents):
-        if (candidate / STATE_FILE).is_file() or (candidate / LOCK_FILE).exists():
-            return candidate
-    return None
+    return workspace_of(directory)
 
 
 gate_app = typer.Typer(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import tempfile
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -191,21 +192,31 @@ def replay_command(
         from cosmic_curriculum.envs.policy import is_env_bot_file
         from cosmic_curriculum.errors import ConfigError
         from cosmic_curriculum.evaluation.evaluate import render_replay
-        from cosmic_curriculum.system.fsio import check_output_file
+        from cosmic_curriculum.workspace.outputs import check_output, write_output
 
-        check_output_file(out, "--out")
-        if is_env_bot_file(Path(candidate)) or _is_env_twin(Path(candidate)):
-            if reference is not None:
-                raise ConfigError(f"replay {candidate}: an env bot plays alone; drop {reference}")
-            from cosmic_curriculum.envs.replay import render_env_replay
+        check_output(out, "--out")
+        with tempfile.TemporaryDirectory() as private:
+            # drawn in a private directory, then written as every named output is
+            drawn = Path(private) / f"replay{out.suffix}"
+            if is_env_bot_file(Path(candidate)) or _is_env_twin(Path(candidate)):
+                if reference is not None:
+                    raise ConfigError(
+                        f"replay {candidate}: an env bot plays alone; drop {reference}"
+                    )
+                from cosmic_curriculum.envs.replay import render_env_replay
 
-            info = render_env_replay(Path(candidate), out, seed=seed)
-            sys.stdout.write(f"{info['title']}; wrote {info['out']}\n")
-            return
-        if reference is None:
-            raise ConfigError(f"replay {candidate}: an arena match needs REFERENCE, the other bot")
-        blue, orange = as_source(candidate, bot_timeout), as_source(reference, bot_timeout)
-        info = render_replay(blue, orange, out, seed=seed)
+                info = render_env_replay(Path(candidate), drawn, seed=seed)
+                write_output(out, drawn.read_bytes(), "--out")
+                sys.stdout.write(f"{info['title']}; wrote {out}\n")
+                return
+            if reference is None:
+                raise ConfigError(
+                    f"replay {candidate}: an arena match needs REFERENCE, the other bot"
+                )
+            blue, orange = as_source(candidate, bot_timeout), as_source(reference, bot_timeout)
+            info = render_replay(blue, orange, drawn, seed=seed)
+            write_output(out, drawn.read_bytes(), "--out")
+            info["out"] = str(out)
         outcome = {1: "candidate won", -1: "reference won", 0: "draw"}[info["outcome"]]
         sys.stdout.write(f"{outcome} after {info['seconds']:.1f} s; wrote {info['out']}\n")
 
@@ -245,12 +256,13 @@ def ladder_command(
         from cosmic_curriculum.cli.tables import ladder_table
         from cosmic_curriculum.envs.ladder import has_env_bots
         from cosmic_curriculum.evaluation.ladder import LADDER_FILES, run_ladder
-        from cosmic_curriculum.system.fsio import check_output_dir, check_output_file
+        from cosmic_curriculum.system.fsio import check_output_dir
+        from cosmic_curriculum.workspace.outputs import check_output
 
         check_output_dir(out_dir, "--out-dir")
         for name in LADDER_FILES:
-            if (out_dir / name).exists():
-                check_output_file(out_dir / name, "--out-dir")
+            if (out_dir / name).exists() or (out_dir / name).is_symlink():
+                check_output(out_dir / name, "--out-dir")
         env_ladder = has_env_bots(bots_dir)
         players = [] if env_ladder else [as_source(b, bot_timeout) for b in bot or []]
         workspace = enclosing_workspace(out_dir)

@@ -34,13 +34,17 @@ def export_onnx_command(
     def run() -> None:
         from cosmic_curriculum.bots.onnx_model import write_onnx
         from cosmic_curriculum.envs.policy import is_env_bot_file
+        from cosmic_curriculum.workspace.outputs import write_output
+
+        def write(path: Path, data: bytes) -> None:
+            write_output(path, data, "--out")
 
         if is_env_bot_file(bot):
             from cosmic_curriculum.envs.onnx_twin import write_env_twin
 
-            written = write_env_twin(bot, out)
+            written = write_env_twin(bot, out, write=write)
         else:
-            written = write_onnx(bot, out)
+            written = write_onnx(bot, out, write=write)
         sys.stdout.write(f"wrote {written}\n")
 
     guarded(run)

@@ -121,6 +121,7 @@ def gate_simulate_command(
         from cosmic_curriculum.evaluation.evaluate import check_even
         from cosmic_curriculum.evaluation.gate import SimSpec, simulate_table, spec_label
         from cosmic_curriculum.system import fsio
+        from cosmic_curriculum.workspace.outputs import check_output, write_output
 
         try:
             rates = [float(x) for x in draws.split(",") if x.strip()]
@@ -140,7 +141,7 @@ def gate_simulate_command(
         if check_every is not None and check_every < 1:
             raise ConfigError(f"--check-every {check_every}: must be >= 1")
         if json_out is not None:
-            fsio.check_output_file(json_out, "--json")
+            check_output(json_out, "--json")
         fields = {GATE_OPTIONS[option]: value for option, value in gate.items()}
         if not 0.0 <= weak <= 1.0:
             raise ConfigError(f"--weak {weak}: a success rate must be in [0, 1]")
@@ -185,7 +186,7 @@ def gate_simulate_command(
         if threshold_rows:
             console.print(threshold_simulation_table(threshold_rows, trials))
         if json_out is not None:
-            fsio.atomic_write_json(json_out, rows + threshold_rows)
+            write_output(json_out, fsio.dumps_json(rows + threshold_rows), "--json")
 
     guarded(run)
 

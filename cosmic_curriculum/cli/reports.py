@@ -48,17 +48,24 @@ def report_command(
         import contextlib
 
         from cosmic_curriculum.reports.markdown import html_report
-        from cosmic_curriculum.system.fsio import atomic_write_text
         from cosmic_curriculum.workspace.layout import Layout
+        from cosmic_curriculum.workspace.outputs import check_output, write_output
 
         target = out or Layout(workspace.resolve()).report_html
+        check_output(target, "--out")
         holder = enclosing_workspace(target.parent)
         with workspace_lock(holder, lock_wait) if holder else contextlib.nullcontext():
-            atomic_write_text(target, html_report(workspace, config))
+            write_output(target, html_report(workspace, config), "--out")
         sys.stdout.write(f"report: {target}\n")
         if open_page:
             import webbrowser
 
-            webbrowser.open(target.resolve().as_uri())
+            # webbrowser says False when no browser could be started (none installed, no
+            # display, BROWSER naming a program that failed): say so rather than nothing.
+            if not webbrowser.open(target.resolve().as_uri()):
+                sys.stderr.write(
+                    f"warning: --open: no web browser could be started; open {target} "
+                    "yourself, or name one in the BROWSER environment variable\n"
+                )
 
     guarded(go)

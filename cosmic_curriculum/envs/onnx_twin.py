@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -186,8 +187,13 @@ def build_twin(bot: EnvBot, metadata: dict[str, str]) -> Any:
     return model
 
 
-def write_env_twin(json_path: Path, out: Path | None = None) -> Path:
-    """The ONNX twin of the env bot in ``json_path`` (default: same stem, ``.onnx``)."""
+def write_env_twin(
+    json_path: Path,
+    out: Path | None = None,
+    write: Callable[[Path, bytes], None] = atomic_write_bytes,
+) -> Path:
+    """The ONNX twin of the env bot in ``json_path`` (default: same stem, ``.onnx``),
+    written by ``write`` (`export-onnx` gives its output's writer)."""
     json_path = Path(json_path)
     out = json_path.with_suffix(".onnx") if out is None else Path(out)
     if out.suffix.lower() != ".onnx":
@@ -204,7 +210,7 @@ def write_env_twin(json_path: Path, out: Path | None = None) -> Path:
         "source": json_path.name,
         "source_sha256": _sha256(json_path),
     }
-    atomic_write_bytes(out, build_twin(bot, metadata).SerializeToString())
+    write(out, build_twin(bot, metadata).SerializeToString())
     return out
 
 

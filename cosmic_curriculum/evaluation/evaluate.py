@@ -319,13 +319,14 @@ def render_replay(
         raise EvaluationError("the match did not return a trajectory to draw")
 
     from cosmic_curriculum.evaluation.replay import draw_replay
+    from cosmic_curriculum.system import fsio
 
     return draw_replay(
         traj,
         settings,
         out,
-        bots.source_name(candidate),
-        bots.source_name(reference),
+        fsio.without_surrogates(bots.source_name(candidate)),  # a non-UTF-8 file name
+        fsio.without_surrogates(bots.source_name(reference)),
         seed,
         max_gif_frames,
     )

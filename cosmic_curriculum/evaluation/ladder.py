@@ -217,14 +217,19 @@ def ladder_document(
 def write_ladder(doc: dict[str, Any], out_dir: Path) -> dict[str, Any]:
     """``ladder.json``, ``ladder.md`` and ``ladder.png`` into ``out_dir``; ``doc`` plus
     ``files``."""
+    from cosmic_curriculum.workspace.outputs import write_output
+
     out_dir = Path(out_dir)
     files = {
         key: out_dir / name
         for key, name in zip(("json", "table", "png"), LADDER_FILES, strict=True)
     }
-    fsio.atomic_write_json(files["json"], doc)
-    fsio.atomic_write_text(files["table"], markdown_table(doc))
-    _plot(doc, files["png"])
+    # Bot names come from file names, which need not be UTF-8: shown escaped everywhere.
+    doc = fsio.without_surrogates_in(doc)
+    out_dir.mkdir(exist_ok=True)  # its parent was checked (`--out-dir`)
+    write_output(files["json"], fsio.dumps_json(doc), "--out-dir")
+    write_output(files["table"], markdown_table(doc), "--out-dir")
+    write_output(files["png"], _plot(doc), "--out-dir")
     doc["files"] = {key: str(path) for key, path in files.items()}
     return doc
 
@@ -248,7 +253,9 @@ def markdown_table(doc: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _plot(doc: dict[str, Any], out: Path) -> None:
+def _plot(doc: dict[str, Any]) -> bytes:
+    import io
+
     import matplotlib
 
     matplotlib.use("Agg")
@@ -273,6 +280,7 @@ def _plot(doc: dict[str, Any], out: Path) -> None:
     pairing = doc.get("pairing", "pairs")
     ax.set_title(f"Round robin, {doc['pairs_per_match']} {pairing} per match")
     ax.grid(axis="x", alpha=0.3)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=110)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=110)
     plt.close(fig)
+    return buffer.getvalue()

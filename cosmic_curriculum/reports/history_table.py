@@ -13,6 +13,7 @@ import csv
 import io
 import json
 import math
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from cosmic_curriculum import scoring
 from cosmic_curriculum.errors import ConfigError, StateError
 from cosmic_curriculum.system import fsio
 from cosmic_curriculum.workspace import history
+from cosmic_curriculum.workspace.outputs import check_output, write_output
 
 FORMATS = ("csv", "jsonl", "parquet")
 
@@ -57,16 +59,25 @@ COLUMNS: dict[str, str] = {
 }
 
 
+INT64 = (-(2**63), 2**63 - 1)  # Parquet's int64, the int columns' type in every format
+
+
 def _typed(value: Any, kind: str) -> Any:
     """``value`` if it has the column's type (an int is a float too), else None: records
-    of external evaluators may carry anything, and one odd cell must not sink a column."""
+    of external evaluators may carry anything, and one odd cell must not sink a column
+    (an integer beyond int64, a float that does not fit one). Text is kept as UTF-8 can
+    hold it (a non-UTF-8 file name's bytes shown escaped)."""
     if kind == "str":
-        return value if isinstance(value, str) else None
+        return fsio.without_surrogates(value) if isinstance(value, str) else None
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     if kind == "int":
-        return value if isinstance(value, int) else None
-    return float(value) if math.isfinite(value) else None
+        return value if isinstance(value, int) and INT64[0] <= value <= INT64[1] else None
+    try:
+        number = float(value)
+    except OverflowError:  # an integer past 1e308
+        return None
+    return number if math.isfinite(number) else None
 
 
 def _pair(value: Any) -> tuple[Any, Any]:
@@ -132,17 +143,52 @@ def record_row(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def rows(history_path: Path) -> list[dict[str, Any]]:
-    """Every record of the history file as a row; a missing file is an error here."""
-    if not Path(history_path).is_file():
-        raise StateError(f"--history {history_path}: no such file")
-    return [record_row(r) for r in history.load(Path(history_path))]
+    """Every record of the history file as a row; a missing file is an error here, and
+    so is anything but a regular file, named for what it is."""
+    path = Path(history_path)
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise StateError(f"--history {path}: no such file") from None
+    except OSError as exc:
+        raise ConfigError(f"--history {path}: {exc.strerror}; name the history file") from None
+    if stat.S_ISDIR(mode):
+        raise ConfigError(
+            f"--history {path}: is a directory; name the eval_history.json file in it"
+        )
+    if not stat.S_ISREG(mode):
+        kind = "a FIFO" if stat.S_ISFIFO(mode) else "a device or socket"
+        raise ConfigError(
+            f"--history {path}: is {kind}, not a regular file; name the eval_history.json file"
+        )
+    return [record_row(r) for r in history.load(path)]
+
+
+# A spreadsheet runs a cell that starts with one of these as a formula (OWASP's list,
+# with the full-width forms some spreadsheets also read as the ASCII ones).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\n", "\0", "＝", "＋", "－", "＠")
+
+
+def spreadsheet_safe(cell: str) -> str:
+    """A text cell a spreadsheet shows as text: one that would start a formula (leading
+    spaces aside) gets a leading ``'``, unless it is a plain number such as ``-0.5``."""
+    if not cell.lstrip(" ").startswith(FORMULA_STARTS):
+        return cell
+    try:
+        float(cell)
+    except ValueError:
+        return "'" + cell
+    return cell
 
 
 def to_csv(table: list[dict[str, Any]]) -> str:
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=list(COLUMNS), lineterminator="\n")
     writer.writeheader()
-    writer.writerows(table)  # None is written as an empty cell
+    for row in table:  # None is written as an empty cell
+        writer.writerow(
+            {k: spreadsheet_safe(v) if isinstance(v, str) else v for k, v in row.items()}
+        )
     return out.getvalue()
 
 
@@ -173,15 +219,15 @@ def export_history(history_path: Path, fmt: str, out: Path | None) -> tuple[int,
         raise ConfigError(f"--format {fmt!r}: choose one of {', '.join(FORMATS)}")
     if fmt == "parquet" and out is None:
         raise ConfigError("--format parquet writes a binary file: give --out FILE.parquet")
-    if out is not None and out.parent != Path() and not out.parent.is_dir():
-        raise ConfigError(f"--out {out}: directory {out.parent} does not exist")
+    if out is not None:
+        check_output(out, "--out")
     table = rows(history_path)
     if fmt == "parquet":
         assert out is not None
-        fsio.atomic_write_bytes(out, to_parquet(table))
+        write_output(out, to_parquet(table), "--out")
         return len(table), None
     text = to_csv(table) if fmt == "csv" else to_jsonl(table)
     if out is None:
         return len(table), text
-    fsio.atomic_write_text(out, text)
+    write_output(out, text, "--out")
     return len(table), None

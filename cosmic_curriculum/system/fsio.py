@@ -15,10 +15,11 @@ import json
 import os
 import stat
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from cosmic_curriculum.errors import ConfigError, DamagedFileError, StateError
+from cosmic_curriculum.errors import ConfigError, CurriculumError, DamagedFileError, StateError
 
 TEMP_MARKER = ".tmp-"
 # Test-only fault injection (crash tests): "point:seconds,..." sleeps at that named point,
@@ -85,11 +86,49 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 
 
 def atomic_write_text(path: Path, text: str) -> None:
-    atomic_write_bytes(path, text.encode("utf-8"))
+    atomic_write_bytes(path, utf8(text))
+
+
+def _shown(ch: str) -> str:
+    code = ord(ch)
+    return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"
+
+
+def without_surrogates(text: str) -> str:
+    """``text`` with each lone surrogate shown escaped, as UTF-8 can hold it: ``\\xff``
+    for a byte of a non-UTF-8 file name (Python decodes those to U+DC80..U+DCFF),
+    ``\\udXXX`` for any other (JSON's ``"\\ud800"`` escape). Other text is unchanged."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "".join(_shown(ch) if "\ud800" <= ch <= "\udfff" else ch for ch in text)
+    return text
+
+
+def without_surrogates_in(obj: Any) -> Any:
+    """A JSON value with :func:`without_surrogates` applied to every string and key."""
+    if isinstance(obj, str):
+        return without_surrogates(obj)
+    if isinstance(obj, dict):
+        return {without_surrogates_in(k): without_surrogates_in(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [without_surrogates_in(v) for v in obj]
+    return obj
+
+
+def utf8(text: str) -> bytes:
+    """``text`` as UTF-8; a lone surrogate (a non-UTF-8 file name) is shown escaped
+    rather than ending the write in a UnicodeEncodeError."""
+    return without_surrogates(text).encode("utf-8")
 
 
 def dumps_json(obj: Any) -> str:
-    return json.dumps(obj, indent=2, sort_keys=False, allow_nan=False) + "\n"
+    """JSON as every file of ours holds it. A lone surrogate is never written (JSON can
+    escape it, but no reader can write it out as UTF-8 again): it is shown escaped."""
+    text = json.dumps(obj, indent=2, sort_keys=False, allow_nan=False) + "\n"
+    if "\\ud" in text:  # ensure_ascii writes every surrogate as \udXXX: look closer
+        text = json.dumps(without_surrogates_in(obj), indent=2, allow_nan=False) + "\n"
+    return text
 
 
 def atomic_write_json(path: Path, obj: Any) -> None:
@@ -269,25 +308,153 @@ def clean_stale_temps(directory: Path, names: list[str] | None = None) -> list[P
 
 
 # --- output paths the user names on the command line --------------------------------------
+#
+# An output the user names (`--out`, `--json`, a ladder's files) may be a regular file, a
+# missing one, a device, a FIFO or a symlink. A regular file (or a new one) is replaced
+# atomically, keeping its mode; anything else is written directly: renaming a temp file
+# over `/dev/null` would turn the device into a plain file. A symlink is followed, as the
+# shell's `>` does, unless ``fence`` says the link and its target lie in different
+# workspaces (no write through a link out of, or into, a workspace). No directory is ever
+# created: a missing one is most likely a typo.
+
+# Whatever a caller's fence returns for a path: equal for paths of the same place.
+Fence = Callable[[Path], object]
 
 
-def check_output_file(path: Path, option: str) -> Path:
-    """``path`` if a file can be written there; else :class:`ConfigError` (exit 2), one line
-    naming ``option``, the path, what is wrong and the fix. Checked before any work, so a
-    typo never costs a long evaluation or ends in a traceback after it."""
+def _kind(mode: int) -> str:
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "device"
+    return "FIFO" if stat.S_ISFIFO(mode) else "socket" if stat.S_ISSOCK(mode) else "file"
+
+
+def _through_proc(path: Path) -> bool:
+    """Whether ``path`` reaches its file through ``/proc`` (``/dev/stdout``, ``/dev/fd/N``):
+    such links name an open descriptor, written in place, never resolved to a path."""
+    current = Path(os.path.abspath(path))
+    for _ in range(40):  # the kernel's own bound on symlink hops
+        parent = os.path.realpath(current.parent)
+        if parent == "/proc" or parent.startswith("/proc/"):
+            return True
+        if not current.is_symlink():
+            return False
+        current = Path(parent) / os.readlink(current)
+    return False
+
+
+def _fenced(path: Path, option: str, fence: Fence | None) -> None:
+    if fence is None or not path.is_symlink() or _through_proc(path):
+        return
+    link_place = fence(Path(os.path.realpath(path.parent)))
+    target = Path(os.path.realpath(path))
+    if fence(target.parent) != link_place:
+        raise ConfigError(
+            f"{option} {path}: a symbolic link to {target}, in another workspace than the "
+            "link (or outside it); name the target itself or remove the link"
+        )
+
+
+def check_output_file(path: Path, option: str, fence: Fence | None = None) -> Path:
+    """``path`` if it can be written (:func:`write_output`); else :class:`ConfigError`
+    (exit 2), one line naming ``option``, the path, what is wrong and the fix. Checked
+    before any work, so a typo never costs a long evaluation or ends in a traceback after
+    it."""
     path = Path(path)
-    parent = path.parent
-    if path.is_dir():
+    try:
+        info: os.stat_result | None = os.stat(path)  # through symlinks: what is written
+    except FileNotFoundError:
+        info = None
+    except NotADirectoryError:
+        raise ConfigError(
+            f"{option} {path}: a parent is not a directory; choose another path"
+        ) from None
+    except OSError as exc:
+        raise ConfigError(f"{option} {path}: {exc.strerror}; choose another path") from None
+    if info is not None and stat.S_ISDIR(info.st_mode):
         raise ConfigError(f"{option} {path}: is a directory; name a file inside it instead")
+    if info is not None and stat.S_ISSOCK(info.st_mode):
+        raise ConfigError(f"{option} {path}: is a socket, not a file; choose another path")
+    _fenced(path, option, fence)
+    if info is not None and not stat.S_ISREG(info.st_mode):  # a device or FIFO: in place
+        if not os.access(path, os.W_OK):
+            raise ConfigError(f"{option} {path}: not writable; choose a path you can write to")
+        return path
+    real = Path(os.path.realpath(path)) if path.is_symlink() else path
+    parent = real.parent
     if not parent.exists():
         raise ConfigError(
             f"{option} {path}: directory {parent} does not exist; create it or choose another"
         )
     if not parent.is_dir():
         raise ConfigError(f"{option} {path}: {parent} is not a directory; choose another path")
-    if not os.access(parent, os.W_OK | os.X_OK) or (path.exists() and not os.access(path, os.W_OK)):
+    if not os.access(parent, os.W_OK | os.X_OK) or (
+        info is not None and not os.access(real, os.W_OK)
+    ):
         raise ConfigError(f"{option} {path}: not writable; choose a path you can write to")
     return path
+
+
+def _write_in_place(path: Path, data: bytes) -> None:
+    """Write ``data`` to a device, FIFO or descriptor link as the shell's ``>`` would.
+    A FIFO without a reader is an error (ENXIO), not a wait forever."""
+    fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_TRUNC | os.O_CLOEXEC)
+    try:
+        os.set_blocking(fd, True)  # a reader that is slow is waited for
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)
+
+
+def write_output(path: Path, data: bytes, option: str, fence: Fence | None = None) -> None:
+    """Write ``data`` to an output the user named (see the section's comment). A target
+    that cannot take it is a :class:`ConfigError` (:func:`check_output_file`); a write
+    that fails (a full disk, ``/dev/full``, a FIFO whose reader left) a
+    :class:`CurriculumError` naming ``option``, the path and the cause."""
+    path = Path(path)
+    check_output_file(path, option, fence)
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        info = None
+    try:
+        if info is not None and (not stat.S_ISREG(info.st_mode) or _through_proc(path)):
+            _write_in_place(path, data)
+            return
+        real = Path(os.path.realpath(path)) if path.is_symlink() else path
+        _atomic_replace(real, data, None if info is None else stat.S_IMODE(info.st_mode))
+    except OSError as exc:
+        nobody = exc.errno == errno.ENXIO
+        cause = "a FIFO that nobody reads" if nobody else exc.strerror or str(exc)
+        raise CurriculumError(
+            f"{option} {path}: could not write it ({cause}); nothing was written there"
+            if info is None or stat.S_ISREG(info.st_mode)
+            else f"{option} {path}: could not write to this {_kind(info.st_mode)} ({cause})"
+        ) from None
+
+
+def _atomic_replace(path: Path, data: bytes, mode: int | None) -> None:
+    """:func:`atomic_write_bytes` for a user's file: the parent must exist (never
+    created), the temp is created exclusively (never through a planted link) and takes
+    the replaced file's mode (a private file stays private)."""
+    import secrets
+
+    tmp = path.with_name(f".{path.name}{TEMP_MARKER}{os.getpid()}-{secrets.token_hex(4)}")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(tmp, flags, 0o666 if mode is None else mode)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            if mode is not None:
+                os.fchmod(fh.fileno(), mode)
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+    _fsync_dir(path.parent)
 
 
 def check_output_dir(path: Path, option: str) -> Path:

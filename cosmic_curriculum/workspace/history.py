@@ -17,7 +17,7 @@ from typing import Any
 
 from cosmic_curriculum.errors import DamagedFileError, EvaluationError, StateError
 from cosmic_curriculum.system.clock import utc_now
-from cosmic_curriculum.system.fsio import atomic_write_json, read_json
+from cosmic_curriculum.system.fsio import atomic_write_json, read_json, without_surrogates_in
 
 _HEAD_TO_HEAD = ("wins_a", "wins_b", "draws")
 
@@ -111,7 +111,9 @@ def append_record(path: Path, record: dict[str, Any]) -> dict[str, Any]:
     """Append ``record`` (after giving it an id and timestamp) and return the stored copy."""
     validate_record(record, "new evaluation record")
     records = load(path)
-    stored = dict(record)
+    # A non-UTF-8 file name is stored as text UTF-8 can hold (``\xff`` shown escaped):
+    # a lone surrogate would break every reader that writes the record out again.
+    stored: dict[str, Any] = without_surrogates_in(dict(record))
     stored.setdefault("id", new_record_id())
     stored.setdefault("created_at", utc_now())
     records.append(stored)

@@ -1,0 +1,36 @@
+"""Files the user names on the command line (`--out`, `--json`, a ladder's `--out-dir`):
+every command writes them through :func:`write_output`, with the workspace fence.
+
+A symlink named as an output is followed (the shell's `>` does the same), but only when
+the link and its target lie in the same workspace, or both outside any: a link never
+carries a write out of a workspace, nor into one's files from outside
+(docs/RELIABILITY.md, "Outputs, exports and reports").
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cosmic_curriculum.system import fsio
+from cosmic_curriculum.workspace.layout import LOCK_FILE, STATE_FILE
+
+
+def workspace_of(directory: Path) -> Path | None:
+    """The workspace ``directory`` lies in: itself or the nearest parent holding a
+    curriculum state or a workspace lock file; None outside any workspace."""
+    start = Path(directory).resolve()
+    for candidate in (start, *start.parents):
+        if (candidate / STATE_FILE).is_file() or (candidate / LOCK_FILE).exists():
+            return candidate
+    return None
+
+
+def check_output(path: Path, option: str) -> Path:
+    """``path`` if :func:`write_output` can write it; else a one-line ``ConfigError``."""
+    return fsio.check_output_file(path, option, fence=workspace_of)
+
+
+def write_output(path: Path, data: bytes | str, option: str) -> None:
+    """Write ``data`` (text as UTF-8) to the output ``path`` named by ``option``."""
+    raw = data if isinstance(data, bytes) else fsio.utf8(data)
+    fsio.write_output(path, raw, option, fence=workspace_of)
