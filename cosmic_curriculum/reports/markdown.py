@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cosmic_curriculum.reports import md_text
 from cosmic_curriculum.reports.summary import Summary, summarise
 from cosmic_curriculum.scoring import signed
 from cosmic_curriculum.system import fsio
@@ -62,18 +63,19 @@ def blocks(layout: Layout, data: Summary) -> list[Block]:
     out += [Block("code", command) for command in data.commands]
     # The threshold column only when a stage has that rule: arena reports stay as they were.
     threshold = any(r.threshold for r in data.rows)
+    # What comes from files (names, reasons, labels) goes in through md_text: inert text.
     rows = [
         [
-            r.stage,
-            f"`{r.experiment}`" if r.experiment else "",
+            md_text.text(r.stage),
+            md_text.code(r.experiment) if r.experiment else "",
             str(r.attempt) if r.experiment else "",
-            *([(r.threshold or "–") if r.experiment else ""] if threshold else []),
+            *([md_text.text(r.threshold or "–") if r.experiment else ""] if threshold else []),
             r.counts if r.experiment else "",
             r.score if r.experiment else "",
             r.gap if r.experiment else "",
             r.elo if r.experiment else "",
-            r.decision,
-            r.note,
+            md_text.text(r.decision),
+            md_text.text(r.note),
             r.wall if r.experiment else "",
             r.timesteps if r.experiment else "",
         ]
@@ -95,7 +97,12 @@ def blocks(layout: Layout, data: Summary) -> list[Block]:
         )
     out.append(Block("p", legend))
     ladder_rows = [
-        [f"`{r.bot}`", r.stage, "–" if r.elo is None else signed(r.elo, 0), _err(r.err)]
+        [
+            md_text.code(r.bot),
+            md_text.text(r.stage),
+            "–" if r.elo is None else signed(r.elo, 0),
+            _err(r.err),
+        ]
         for r in data.ladder
     ]
     out += [Block("h2", "Elo ladder of the passing bots")]
@@ -136,11 +143,17 @@ def markdown(items: list[Block], has_picture: Callable[[str], bool]) -> str:
     return "\n".join(lines)
 
 
-_INLINE = re.compile(r"`([^`]+)`|\*\*([^*]+)\*\*|\[([^\]]+)\]\(([^)]+)\)")
+# A backslash escape or an entity (md_text's), a code span, bold, a link: the little
+# Markdown our text uses, in the order a reader meets it.
+_INLINE = re.compile(
+    r"\\[!-/:-@\[-`{-~]|&(?:#\d{1,7}|#[xX][0-9a-fA-F]{1,6}|[a-zA-Z]{2,8});"
+    r"|`([^`]+)`|\*\*(.+?)\*\*|\[((?:\\.|[^\]\\])+)\]\(([^()\s]+)\)"
+)
 
 
 def _inline(text: str) -> str:
-    """The little Markdown our text uses (code, bold, links) as HTML."""
+    """The little Markdown our text uses (code, bold, links) as HTML; escaped text is
+    shown as it reads, and a link is made only to an http(s) or relative target."""
     out, last = [], 0
     for m in _INLINE.finditer(text):
         out.append(html.escape(text[last : m.start()]))
@@ -149,8 +162,12 @@ def _inline(text: str) -> str:
             out.append(f"<code>{html.escape(code)}</code>")
         elif bold is not None:
             out.append(f"<strong>{_inline(bold)}</strong>")
+        elif label is not None and md_text.safe_href(href):
+            out.append(f'<a href="{html.escape(href)}">{_inline(label)}</a>')
+        elif label is not None:  # not a target a report links to: shown as text
+            out.append(html.escape(f"{md_text.unescape(label)} ({href})"))
         else:
-            out.append(f'<a href="{html.escape(href)}">{html.escape(label)}</a>')
+            out.append(html.escape(md_text.unescape(m[0])))
         last = m.end()
     out.append(html.escape(text[last:]))
     return "".join(out)

@@ -19,6 +19,7 @@ from typing import Any
 from cosmic_curriculum.core.next_action import REASON_HINT, next_action
 from cosmic_curriculum.evaluation import stats
 from cosmic_curriculum.progress import parse_progress_line
+from cosmic_curriculum.reports import md_text
 from cosmic_curriculum.reports.review import rule_verdicts, threshold_figures
 from cosmic_curriculum.scoring import signed
 from cosmic_curriculum.workspace.config import BuiltinReference, CurriculumConfig
@@ -220,10 +221,12 @@ def _next(out: Summary, layout: Layout, state: CurriculumState, config: Curricul
         return
     i = state.stage_index
     name = action.stage_name or f"#{i + 1}"
+    # `now` is Markdown: what comes from files goes in as inert text (md_text).
+    shown = md_text.code(name)
     if action.kind == "review":
         review = layout.rel(layout.review(name))
         out.now = (
-            f"**Stage {i + 1} `{name}` is blocked** — {state.blocked_reason or ''}. "
+            f"**Stage {i + 1} {shown} is blocked** — {md_text.text(state.blocked_reason or '')}. "
             f"Read [the review]({review}), then decide: retry the stage once more, or "
             "accept its last attempt and move on."
         )
@@ -234,7 +237,8 @@ def _next(out: Summary, layout: Layout, state: CurriculumState, config: Curricul
         return
     if action.kind == "fix_error":
         out.now = (
-            f"**Attempt error** of `{action.experiment}`: {action.detail}. Fix the cause "
+            f"**Attempt error** of {md_text.code(action.experiment or '')}: "
+            f"{md_text.text(action.detail or '')}. Fix the cause "
             f"(see [its log]({layout.rel(layout.log(action.experiment or ''))})); the next "
             "run retries the attempt."
         )
@@ -245,5 +249,6 @@ def _next(out: Summary, layout: Layout, state: CurriculumState, config: Curricul
     live = flight is not None and flight.experiment == exp and flight.phase != "decided"
     doing = f"is in phase {flight.phase}" if live and flight else "runs next"
     out.now = (
-        f"Stage {i + 1} `{name}`: `{exp}` {doing} (attempt {state.attempt}); nothing to decide."
+        f"Stage {i + 1} {shown}: {md_text.code(exp)} {doing} (attempt {state.attempt}); "
+        "nothing to decide."
     )
