@@ -313,3 +313,38 @@ def test_plan_for_preflight() -> None:
         evaluate.plan(GateSettings(episodes=25))
     with pytest.raises(EvaluationError, match="gate max_episodes=401"):
         evaluate.plan(GateSettings(rule="sprt", max_episodes=401))
+
+
+@pytest.mark.slow
+def test_a_bot_file_name_that_is_not_utf8_is_stored_as_text_utf8_can_hold(
+    bots: dict[str, Path], tmp_path: Path
+) -> None:
+    """`evaluate` once stored the name's lone surrogate, which every reader that writes
+    the record out as UTF-8 (export, REPORT, a terminal) then failed on."""
+    import os
+    import shutil
+
+    odd = Path(os.fsdecode(bytes(tmp_path) + b"/m\xffp.json"))
+    shutil.copyfile(bots["mlp"], odd)
+    path = tmp_path / "eval_history.json"
+    result = CliRunner().invoke(
+        app, ["evaluate", str(odd), str(bots["inert"]), "-n", "2", "--history", str(path)]
+    )
+    assert result.exit_code == 0, result.output
+    text = path.read_text(encoding="utf-8")
+    assert "\\udc" not in text  # no surrogate, not even as a JSON escape
+    (record,) = history.load(path)
+    assert record["candidate"] == f"{tmp_path}/m\\xffp.json"
+    record["candidate"].encode("utf-8")  # every string is UTF-8 text now
+    assert record["candidate_sha256"] == history.load(path)[0]["candidate_sha256"]
+
+
+def test_json_we_write_never_holds_a_lone_surrogate(tmp_path: Path) -> None:
+    from cosmic_curriculum.system import fsio
+
+    value = {"a\udcff": ["x\udcfe", {"k": "\ud800"}], "ok": "😀 é"}
+    text = fsio.dumps_json(value)
+    assert json.loads(text) == {"a\\xff": ["x\\xfe", {"k": "\\ud800"}], "ok": "😀 é"}
+    assert fsio.dumps_json({"ok": "😀 é"}) == json.dumps({"ok": "😀 é"}, indent=2) + "\n"
+    fsio.atomic_write_text(tmp_path / "t.md", "r\udcffk")
+    assert (tmp_path / "t.md").read_text(encoding="utf-8") == "r\\xffk"

@@ -165,3 +165,124 @@ def test_a_threshold_record_without_an_opponent_exports_its_own_measures() -> No
     assert (alone["wins"], alone["losses"], alone["draws"], alone["score"]) == (None,) * 4
     assert (alone["successes"], alone["success_rate"], alone["mean_return"]) == (18, 0.9, 0.9)
     assert record_row(SEED)["successes"] is None and record_row(SEED)["score"] == 0.75
+
+
+# --- records as other programs and older versions left them on disk ---------------------
+
+# A non-UTF-8 file name as Python reads it (b"r\xffk.json": a lone surrogate), and the
+# JSON escape an older version or another program wrote for it.
+SURROGATE = {**SEED, "candidate": "bots/r\udcffk.json", "reference": "exec:./b\ud800 x"}
+
+
+def test_non_utf8_names_already_on_disk_export_in_every_format(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    path = tmp_path / "eval_history.json"
+    path.write_text(json.dumps([SURROGATE]))  # ensure_ascii: "\udcff" in the file
+    assert "\\udcff" in path.read_text()
+    for fmt in ("csv", "jsonl", "parquet"):
+        target = tmp_path / f"h.{fmt}"
+        code, _, err = export("--history", str(path), "--format", fmt, "--out", str(target))
+        assert code == 0, err
+        frame = (
+            pd.read_parquet(target)
+            if fmt == "parquet"
+            else pd.read_json(target, lines=True)
+            if fmt == "jsonl"
+            else pd.read_csv(target)
+        )
+        assert frame["candidate"][0] == "bots/r\\xffk.json", fmt  # the byte, shown escaped
+        assert frame["reference"][0] == "exec:./b\\ud800 x" and frame["experiment"][0] == "r\\xffk"
+    # and to a stdout that takes only UTF-8, as a UTF-8 locale's does
+    repo = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8:strict", "PYTHONPATH": str(repo)}
+    for fmt in ("csv", "jsonl"):
+        argv = [sys.executable, "-m", "cosmic_curriculum", "history", "export"]
+        done = subprocess.run(
+            [*argv, "--history", str(path), "--format", fmt],
+            capture_output=True,
+            env=env,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        text = done.stdout.decode("utf-8")
+        shown = json.loads(text)["candidate"] if fmt == "jsonl" else text
+        assert "bots/r\\xffk.json" in shown  # the byte shown as \xff
+
+
+def test_integers_beyond_int64_leave_an_empty_cell_not_a_crash(tmp_path: Path) -> None:
+    """An external evaluator's record may carry any integer JSON allows (up to the reader's
+    40 digits): beyond int64 it is an empty cell in every format, its column kept."""
+    path = tmp_path / "eval_history.json"
+    big = {**SEED, "attempt": 2**63, "stage_index": -(2**63) - 2, "candidate_k": 10**39}
+    big |= {"elo": 10**39, "gap_ci95": [-(10**30), 2**64]}
+    path.write_text(json.dumps([big, {**SEED, "attempt": 2**63 - 1}]))
+    target = tmp_path / "h.parquet"
+    code, _, err = export("--history", str(path), "--format", "parquet", "--out", str(target))
+    assert code == 0, err
+    df = pd.read_parquet(target)
+    assert str(df["attempt"].dtype) == "Int64" or str(df["attempt"].dtype) == "float64"
+    assert pd.isna(df["attempt"][0]) and df["attempt"][1] == 2**63 - 1
+    assert pd.isna(df["stage"][0]) and pd.isna(df["candidate_k"][0])
+    assert df["elo"][0] == pytest.approx(1e39) and df["gap_ci95_hi"][0] == pytest.approx(2.0**64)
+    assert df["wins"][0] == 3  # the rest of the row is there
+    code, out, _ = export("--history", str(path), "--format", "jsonl")
+    assert code == 0 and json.loads(out.splitlines()[0])["attempt"] is None
+
+
+def test_a_float_column_takes_no_integer_too_large_for_a_float() -> None:
+    from cosmic_curriculum.reports.history_table import _typed
+
+    assert _typed(10**400, "float") is None and _typed(10**400, "int") is None
+    assert _typed(2**63 - 1, "int") == 2**63 - 1 and _typed(-(2**63), "int") == -(2**63)
+    assert _typed(-(2**63) - 1, "int") is None and _typed(5, "float") == 5.0
+
+
+@pytest.mark.parametrize(
+    ("cell", "written"),
+    [
+        ('=HYPERLINK("http://x","y")', '\'=HYPERLINK("http://x","y")'),
+        ("+cmd|' /C calc'!A0", "'+cmd|' /C calc'!A0"),
+        ("-2+3+cmd|' /C calc'!A0", "'-2+3+cmd|' /C calc'!A0"),
+        ("@SUM(1+1)", "'@SUM(1+1)"),
+        ("\t=1", "'\t=1"),
+        ("\r=1", "'\r=1"),
+        ("  =1", "'  =1"),  # leading spaces do not hide a formula
+        ("＝1+1", "'＝1+1"),  # full-width equals
+        ("-0.5", "-0.5"),  # a number stays a number
+        ("+3", "+3"),
+        ("bots/a.json", "bots/a.json"),
+        ("a=b", "a=b"),
+        ("", ""),
+    ],
+)
+def test_spreadsheet_formula_cells_are_neutralised(cell: str, written: str) -> None:
+    from cosmic_curriculum.reports.history_table import spreadsheet_safe
+
+    assert spreadsheet_safe(cell) == written
+
+
+def test_a_csv_export_carries_no_live_formula(tmp_path: Path) -> None:
+    import csv
+
+    path = tmp_path / "eval_history.json"
+    hostile = {
+        **FULL,
+        "candidate": "=cmd|' /C calc'!A0.json",  # a bot file so named, given as is
+        "reference": "@SUM(A1:A9)",
+        "curriculum_experiment": "-1+cmd",
+        "gate": {"verdict": "+fail", "rule": "=rule"},
+        "id": "\tid",
+        "selection": "-0.25",
+    }
+    path.write_text(json.dumps([hostile]))
+    code, out, _ = export("--history", str(path))
+    assert code == 0
+    row = next(csv.DictReader(io.StringIO(out)))
+    for column in ("candidate", "reference", "experiment", "verdict", "gate_rule", "id"):
+        assert row[column].startswith("'"), (column, row[column])
+    assert row["selection"] == "-0.25" and row["gap"] == "0.2" and row["elo"] == "-70.4"
+    code, out, _ = export("--history", str(path), "--format", "jsonl")  # JSON is data: as is
+    assert json.loads(out)["reference"] == "@SUM(A1:A9)"

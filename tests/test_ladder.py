@@ -4,6 +4,7 @@ reproducibility and its one-line errors."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -173,3 +174,23 @@ def test_cli_ladder_prints_the_table_and_fails_in_one_line(
     assert bad.exit_code == 1
     assert bad.output.strip().splitlines() == [bad.output.strip()]
     assert bad.output.startswith("error: --pairs 0")
+
+
+@pytest.mark.slow
+def test_a_bot_file_name_that_is_not_utf8_is_laddered_and_shown_escaped(
+    tmp_path: Path, short_game: Path
+) -> None:
+    """A file name of bytes that are not UTF-8 reaches Python as a lone surrogate; the
+    ladder plays it and writes every file, the name shown with its byte escaped."""
+    bots = copy_shipped(tmp_path / "bots")
+    odd = Path(os.fsdecode(bytes(bots) + b"/r\xffk.json"))
+    shutil.copyfile(bots / "rookie.json", odd)
+    out = tmp_path / "out"
+    argv = ["ladder", "--bots-dir", str(bots), "--pairs", "1", "--out-dir", str(out)]
+    result = CliRunner().invoke(app, [*argv, "--game-from", str(short_game)])
+    assert result.exit_code == 0, result.output
+    written = (out / "ladder.json").read_text(encoding="utf-8")
+    assert "\\udc" not in written and "r\\\\xffk" in written
+    assert "r\\xffk" in json.loads(written)["bots"]
+    assert "| r\\xffk |" in (out / "ladder.md").read_text(encoding="utf-8")
+    assert "r\\xffk" in result.output

@@ -20,6 +20,7 @@ from cosmic_curriculum.errors import BlockedError
 from cosmic_curriculum.reports.summary import ladder
 from cosmic_curriculum.workspace.config_file import load_config
 from cosmic_curriculum.workspace.state import CurriculumState, LogEntry
+from cosmic_curriculum.workspace.state_file import load_state
 
 IMAGE = re.compile(r"!\[[^\]]*\]\(([^)]+)\)")
 LIMIT = 200_000
@@ -201,3 +202,110 @@ def test_the_ladder_chains_elo_through_the_records_and_stops_at_a_skip(tmp_path:
         CurriculumState(log=[log[0], log[2].model_copy(update={"stage_index": 1})]), config, records
     )
     assert two[2].elo == 150.0 and two[2].err == pytest.approx(50.0)  # errors add in quadrature
+
+
+# --- text from files is inert in REPORT.md and the page -------------------------------
+
+HOSTILE = (
+    "[x](javascript:alert(1)) <img src=x onerror=alert(1)> \x1b[2J\x1b]0;owned\x07 "
+    "**b** `c` a|b\nline2"
+)
+
+
+def hostile_workspace(tmp_path: Path, blocked: bool) -> Path:
+    from cosmic_curriculum.workspace.state_file import save_state
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "stages.toml").write_text(
+        'reference_bot = {exec = ["python3", "-c", "`<b>x</b>` [y](javascript:z)"]}\n'
+        '[[stages]]\nname = "score"\n[[stages]]\nname = "defend"\n'
+    )
+    log = [
+        LogEntry(
+            stage_index=0,
+            attempt=0,
+            experiment="curric-s1-score",
+            decision="pass",
+            override="skip_to_next_stage",
+            reason=HOSTILE,
+        )
+    ]
+    extra: dict[str, Any] = {"status": "blocked", "blocked_reason": HOSTILE} if blocked else {}
+    save_state(ws / "curriculum_state.json", CurriculumState(stage_index=1, log=log, **extra))
+    return ws
+
+
+@pytest.mark.parametrize("blocked", [False, True])
+def test_reasons_and_labels_from_files_are_inert_in_the_report(
+    tmp_path: Path, blocked: bool
+) -> None:
+    from cosmic_curriculum.reports.markdown import html_report, write_report
+    from cosmic_curriculum.workspace.layout import Layout
+
+    ws = hostile_workspace(tmp_path, blocked)
+    layout = Layout(ws)
+    write_report(layout, load_state(layout.state), load_config(layout.config))
+    md = (ws / "REPORT.md").read_text()
+    # no raw HTML, no control byte, no link that is not ours, in the committed file
+    assert "<img" not in md and "<b>" not in md and "\x1b" not in md and "\x07" not in md
+    assert "](javascript:" not in md.replace("\\](javascript:", "")
+    assert "&lt;img src=x onerror=alert(1)&gt;" in md and "\\\\x1b\\[2J" in md
+    assert all(not line.startswith("line2") for line in md.splitlines())  # one line each
+    page = html_report(ws)
+    assert "javascript:" not in re.sub(r">[^<]*<", "><", page)  # only in text, no attribute
+    assert not re.search(r"<(img|b|script)\b(?! alt=\"(learning curves|Elo ladder)\")", page)
+    assert "\x1b" not in page and "\x07" not in page
+    assert "&lt;img src=x onerror=alert(1)&gt;" in page and "\\x1b[2J" in page
+    assert "[x](javascript:alert(1))" in page  # shown as the text it was
+    assert "**b** `c` a|b\\nline2" in page
+    hrefs = re.findall(r'href="([^"]*)"', page)
+    assert hrefs == (["logs/review-defend.md"] if blocked else []), hrefs
+
+
+@pytest.mark.parametrize(
+    ("href", "safe"),
+    [
+        ("logs/review-a.md", True),
+        ("https://example.org/x", True),
+        ("HTTP://example.org", True),
+        ("javascript:alert(1)", False),
+        ("JavaScript:alert(1)", False),
+        ("java\tscript:alert(1)", False),
+        (" javascript:x", False),
+        ("data:text/html,<b>", False),
+        ("vbscript:x", False),
+        ("//evil.example/x", False),
+        ("\\\\evil\\x", False),
+        ("file:///etc/passwd", False),
+        ("", False),
+    ],
+)
+def test_only_http_and_relative_targets_are_links(href: str, safe: bool) -> None:
+    from cosmic_curriculum.reports import md_text
+    from cosmic_curriculum.reports.markdown import _inline
+
+    assert md_text.safe_href(href) is safe
+    html = _inline(f"[label]({href})")
+    assert ("<a href" in html) is (safe and " " not in href and "\t" not in href)
+
+
+@pytest.mark.parametrize(
+    ("value", "markdown", "shown"),
+    [
+        ("plain reason", "plain reason", "plain reason"),
+        ("<script>x</script>", "&lt;script&gt;x&lt;/script&gt;", "&lt;script&gt;x&lt;/script&gt;"),
+        ("a & b", "a &amp; b", "a &amp; b"),
+        ("[t](u)", "\\[t\\](u)", "[t](u)"),
+        ("\x1b[31mred", "\\\\x1b\\[31mred", "\\x1b[31mred"),
+        ("two\nlines", "two\\\\nlines", "two\\nlines"),
+        ("back\\slash `tick`", "back\\\\slash \\`tick\\`", "back\\slash `tick`"),
+        ("bidi \u202e", "bidi \\\\u202e", "bidi \\u202e"),
+    ],
+)
+def test_text_from_files_reads_back_as_it_was(value: str, markdown: str, shown: str) -> None:
+    from cosmic_curriculum.reports import md_text
+    from cosmic_curriculum.reports.markdown import _inline
+
+    assert md_text.text(value) == markdown
+    assert _inline(md_text.text(value)) == shown

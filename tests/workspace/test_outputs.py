@@ -24,7 +24,6 @@ from cosmic_curriculum.bots import mlp_bot_document
 from cosmic_curriculum.cli import app
 from cosmic_curriculum.errors import ConfigError
 from cosmic_curriculum.system import fsio
-from cosmic_curriculum.workspace import outputs
 
 REPO = Path(__file__).resolve().parents[2]
 RECORD = {"wins_a": 3, "wins_b": 1, "draws": 0, "episodes": 4, "candidate": "bots/a.json"}
@@ -306,6 +305,8 @@ def test_a_symlink_across_a_workspace_border_is_refused(tmp_path: Path) -> None:
 
 
 def test_the_checks_are_one_line_config_errors(tmp_path: Path) -> None:
+    from cosmic_curriculum.workspace import outputs
+
     sock_dir = tmp_path / "s"
     sock_dir.mkdir()
     import socket
