@@ -21,7 +21,7 @@ from cosmic_curriculum.bots import load_bot, save_bot, simple_bot_document
 from cosmic_curriculum.cli import app
 from cosmic_curriculum.errors import BotError, ConfigError, StateError
 from cosmic_curriculum.evaluation import evaluate
-from cosmic_curriculum.system import fsio
+from cosmic_curriculum.system import fsio, output_files
 from cosmic_curriculum.workspace import history
 from cosmic_curriculum.workspace.layout import LOCK_FILE, STATE_FILE
 from cosmic_curriculum.workspace.lock import WorkspaceLock
@@ -268,8 +268,8 @@ def test_an_unwritable_output_directory_is_refused(
     real = os.access
     monkeypatch.setattr(os, "access", lambda p, mode: Path(p) != locked and real(p, mode))
     for check, target in (
-        (fsio.check_output_file, locked / "x.png"),
-        (fsio.check_output_dir, locked),
+        (output_files.check_output_file, locked / "x.png"),
+        (output_files.check_output_dir, locked),
     ):
         with pytest.raises(ConfigError, match="not writable") as info:
             check(target, "--out")

@@ -100,7 +100,7 @@ def evaluate_command(
         from cosmic_curriculum.errors import ConfigError
         from cosmic_curriculum.evaluation.evaluate import run_evaluation
         from cosmic_curriculum.evaluation.gate import GateSettings
-        from cosmic_curriculum.system import fsio
+        from cosmic_curriculum.system import output_files
         from cosmic_curriculum.workspace import history
 
         if is_env_bot_file(Path(candidate)) or _is_env_twin(Path(candidate)):
@@ -115,7 +115,7 @@ def evaluate_command(
                 raise ConfigError(f"--batch-pairs {batch_pairs}: must be >= 1")
             extra = {} if batch_pairs is None else {"batch_pairs": batch_pairs}
             settings = GateSettings(rule=rule, **extra)
-        fsio.check_output_file(history_path, "--history")
+        output_files.check_output_file(history_path, "--history")
         # A transient bar on stderr, only on a terminal (logs get the summary alone).
         err = Console(stderr=True)
         with (
@@ -152,9 +152,9 @@ def _evaluate_env_bots(
 ) -> None:
     """An env bot (a Gymnasium stage's) against another or `random`, by episode returns."""
     from cosmic_curriculum.envs.evaluate import RANDOM, evaluate_env
-    from cosmic_curriculum.system import fsio
+    from cosmic_curriculum.system import output_files
 
-    fsio.check_output_file(history_path, "--history")
+    output_files.check_output_file(history_path, "--history")
     played: Path | str = RANDOM if reference in (RANDOM, f"builtin:{RANDOM}") else Path(reference)
     with workspace_lock(history_path.parent, lock_wait):
         record = evaluate_env(
@@ -256,7 +256,7 @@ def ladder_command(
         from cosmic_curriculum.cli.tables import ladder_table
         from cosmic_curriculum.envs.ladder import has_env_bots
         from cosmic_curriculum.evaluation.ladder import LADDER_FILES, run_ladder
-        from cosmic_curriculum.system.fsio import check_output_dir
+        from cosmic_curriculum.system.output_files import check_output_dir
         from cosmic_curriculum.workspace.outputs import check_output
 
         check_output_dir(out_dir, "--out-dir")

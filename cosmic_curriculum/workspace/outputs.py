@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cosmic_curriculum.system import fsio
+from cosmic_curriculum.system import fsio, output_files
 from cosmic_curriculum.workspace.layout import LOCK_FILE, STATE_FILE
 
 
@@ -27,10 +27,10 @@ def workspace_of(directory: Path) -> Path | None:
 
 def check_output(path: Path, option: str) -> Path:
     """``path`` if :func:`write_output` can write it; else a one-line ``ConfigError``."""
-    return fsio.check_output_file(path, option, fence=workspace_of)
+    return output_files.check_output_file(path, option, fence=workspace_of)
 
 
 def write_output(path: Path, data: bytes | str, option: str) -> None:
     """Write ``data`` (text as UTF-8) to the output ``path`` named by ``option``."""
     raw = data if isinstance(data, bytes) else fsio.utf8(data)
-    fsio.write_output(path, raw, option, fence=workspace_of)
+    output_files.write_output(path, raw, option, fence=workspace_of)

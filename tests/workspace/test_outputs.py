@@ -23,7 +23,7 @@ from cosmic_curriculum.arena.settings import GameSettings
 from cosmic_curriculum.bots import mlp_bot_document
 from cosmic_curriculum.cli import app
 from cosmic_curriculum.errors import ConfigError
-from cosmic_curriculum.system import fsio
+from cosmic_curriculum.system import fsio, output_files
 
 REPO = Path(__file__).resolve().parents[2]
 RECORD = {"wins_a": 3, "wins_b": 1, "draws": 0, "episodes": 4, "candidate": "bots/a.json"}
@@ -322,7 +322,7 @@ def test_the_checks_are_one_line_config_errors(tmp_path: Path) -> None:
     loop.symlink_to(loop)
     with pytest.raises(ConfigError, match="choose another path"):
         outputs.check_output(loop, "--out")
-    fsio.write_output(tmp_path / "plain.txt", b"ok", "--out")  # no fence: a plain write
+    output_files.write_output(tmp_path / "plain.txt", b"ok", "--out")  # no fence: a plain write
     assert (tmp_path / "plain.txt").read_bytes() == b"ok"
     assert not [p for p in tmp_path.iterdir() if fsio.TEMP_MARKER in p.name]
 
