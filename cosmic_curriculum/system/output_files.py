@@ -16,6 +16,7 @@ import contextlib
 import errno
 import os
 import stat
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -32,22 +33,30 @@ def _kind(mode: int) -> str:
     return "FIFO" if stat.S_ISFIFO(mode) else "socket" if stat.S_ISSOCK(mode) else "file"
 
 
-def _through_proc(path: Path) -> bool:
+NOT_PROC, OTHER_PROC = -2, -1  # what _through_proc says besides a descriptor of ours
+
+
+def _through_proc(path: Path) -> int:
     """Whether ``path`` reaches its file through ``/proc`` (``/dev/stdout``, ``/dev/fd/N``):
-    such links name an open descriptor, written in place, never resolved to a path."""
+    such links name an open descriptor, written in place, never resolved to a path. One
+    of this process's own descriptors is returned as its number (written as it is open:
+    a `>>` stdout keeps appending); else :data:`OTHER_PROC`, or :data:`NOT_PROC`."""
     current = Path(os.path.abspath(path))
+    own = (f"/proc/{os.getpid()}/fd", f"/proc/{os.getpid()}/task/{threading.get_native_id()}/fd")
     for _ in range(40):  # the kernel's own bound on symlink hops
         parent = os.path.realpath(current.parent)
+        if parent in own and current.name.isdigit():
+            return int(current.name)
         if parent == "/proc" or parent.startswith("/proc/"):
-            return True
+            return OTHER_PROC
         if not current.is_symlink():
-            return False
+            return NOT_PROC
         current = Path(parent) / os.readlink(current)
-    return False
+    return NOT_PROC
 
 
 def _fenced(path: Path, option: str, fence: Fence | None) -> None:
-    if fence is None or not path.is_symlink() or _through_proc(path):
+    if fence is None or not path.is_symlink() or _through_proc(path) != NOT_PROC:
         return
     link_place = fence(Path(os.path.realpath(path.parent)))
     target = Path(os.path.realpath(path))
@@ -104,11 +113,15 @@ def _write_in_place(path: Path, data: bytes) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_TRUNC | os.O_CLOEXEC)
     try:
         os.set_blocking(fd, True)  # a reader that is slow is waited for
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
+        _write_all(fd, data)
     finally:
         os.close(fd)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def write_output(path: Path, data: bytes, option: str, fence: Fence | None = None) -> None:
@@ -123,7 +136,11 @@ def write_output(path: Path, data: bytes, option: str, fence: Fence | None = Non
     except FileNotFoundError:
         info = None
     try:
-        if info is not None and (not stat.S_ISREG(info.st_mode) or _through_proc(path)):
+        proc = _through_proc(path) if info is not None else NOT_PROC
+        if proc >= 0:
+            _write_all(proc, data)  # our own descriptor: where and how it is open
+            return
+        if info is not None and (proc == OTHER_PROC or not stat.S_ISREG(info.st_mode)):
             _write_in_place(path, data)
             return
         real = Path(os.path.realpath(path)) if path.is_symlink() else path

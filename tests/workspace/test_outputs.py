@@ -200,7 +200,7 @@ def test_a_fifo_is_written_into_and_one_without_a_reader_is_an_error(
 
 def test_dev_stdout_writes_to_stdout_and_stays_a_link(places: dict[str, Path]) -> None:
     """`--out /dev/stdout` (here a link of our own to /proc/self/fd/1, like the system's),
-    with stdout a pipe and a regular file."""
+    with stdout a pipe and a file opened to append (`>>`): written to the descriptor."""
     link = places["tmp"] / "stdout"
     link.symlink_to("/proc/self/fd/1")
     argv = [sys.executable, "-m", "cosmic_curriculum", "history", "export"]
@@ -208,9 +208,12 @@ def test_dev_stdout_writes_to_stdout_and_stays_a_link(places: dict[str, Path]) -
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     piped = subprocess.run(argv, capture_output=True, env=env, timeout=120)
     captured = places["tmp"] / "captured.csv"
-    with open(captured, "wb") as fh:
+    captured.write_bytes(b"kept\n")
+    with open(captured, "ab") as fh:  # `>> captured.csv`: the descriptor as it is open
         to_file = subprocess.run(argv, stdout=fh, stderr=subprocess.PIPE, env=env, timeout=120)
-    for done, written in ((piped, piped.stdout), (to_file, captured.read_bytes())):
+    appended = captured.read_bytes()
+    assert appended.startswith(b"kept\n"), appended[:40]
+    for done, written in ((piped, piped.stdout), (to_file, appended.removeprefix(b"kept\n"))):
         assert done.returncode == 0, done.stderr
         assert written.startswith(b"time,stage,experiment") and b"bots/a.json" in written
     assert link.is_symlink() and os.readlink(link) == "/proc/self/fd/1"
