@@ -56,14 +56,16 @@ def _through_proc(path: Path) -> int:
 
 
 def _fenced(path: Path, option: str, fence: Fence | None) -> None:
-    if fence is None or not path.is_symlink() or _through_proc(path) != NOT_PROC:
+    """Refuse ``path`` when a symlink on its way (the file's or a directory's) leads to
+    another place than the one it is named in."""
+    if fence is None or _through_proc(path) != NOT_PROC:
         return
-    link_place = fence(Path(os.path.realpath(path.parent)))
+    named = Path(os.path.abspath(path))
     target = Path(os.path.realpath(path))
-    if fence(target.parent) != link_place:
+    if target != named and fence(named.parent) != fence(target.parent):
         raise ConfigError(
-            f"{option} {path}: a symbolic link to {target}, in another workspace than the "
-            "link (or outside it); name the target itself or remove the link"
+            f"{option} {path}: leads through a symbolic link to {target}, across a "
+            "workspace's border; name a path in the same workspace (or outside any)"
         )
 
 

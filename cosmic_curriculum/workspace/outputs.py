@@ -1,36 +1,44 @@
 """Files the user names on the command line (`--out`, `--json`, a ladder's `--out-dir`):
 every command writes them through :func:`write_output`, with the workspace fence.
 
-A symlink named as an output is followed (the shell's `>` does the same), but only when
-the link and its target lie in the same workspace, or both outside any: a link never
-carries a write out of a workspace, nor into one's files from outside
+A symlink on an output's way (the file's or a directory's) is followed (the shell's `>`
+does the same), but only when the path as named and its target lie in the same workspace,
+or both outside any: a link never carries a write out of a workspace, nor into one's
+files from outside
 (docs/RELIABILITY.md, "Outputs, exports and reports").
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from cosmic_curriculum.system import fsio, output_files
 from cosmic_curriculum.workspace.layout import LOCK_FILE, STATE_FILE
 
 
-def workspace_of(directory: Path) -> Path | None:
-    """The workspace ``directory`` lies in: itself or the nearest parent holding a
-    curriculum state or a workspace lock file; None outside any workspace."""
-    start = Path(directory).resolve()
+def workspace_of(directory: Path, follow_links: bool = True) -> Path | None:
+    """The workspace ``directory`` lies in (its real path): itself or the nearest parent
+    holding a curriculum state or a workspace lock file; None outside any workspace.
+    ``follow_links=False`` walks up the path as named, so a symlinked ``logs/`` still lies
+    in the workspace that names it."""
+    start = Path(directory).resolve() if follow_links else Path(os.path.abspath(directory))
     for candidate in (start, *start.parents):
         if (candidate / STATE_FILE).is_file() or (candidate / LOCK_FILE).exists():
-            return candidate
+            return candidate.resolve()
     return None
+
+
+def _named_place(directory: Path) -> Path | None:
+    return workspace_of(directory, follow_links=False)
 
 
 def check_output(path: Path, option: str) -> Path:
     """``path`` if :func:`write_output` can write it; else a one-line ``ConfigError``."""
-    return output_files.check_output_file(path, option, fence=workspace_of)
+    return output_files.check_output_file(path, option, fence=_named_place)
 
 
 def write_output(path: Path, data: bytes | str, option: str) -> None:
     """Write ``data`` (text as UTF-8) to the output ``path`` named by ``option``."""
     raw = data if isinstance(data, bytes) else fsio.utf8(data)
-    output_files.write_output(path, raw, option, fence=workspace_of)
+    output_files.write_output(path, raw, option, fence=_named_place)

@@ -289,7 +289,7 @@ def test_a_symlink_across_a_workspace_border_is_refused(tmp_path: Path) -> None:
     outside.write_text("keep\n")
     (ws / "REPORT.html").symlink_to(outside)  # out of the workspace
     code, err = invoke(["report", "--workspace", str(ws)])
-    assert code == 2 and "a symbolic link to" in err and "another workspace" in err, err
+    assert code == 2 and "leads through a symbolic link to" in err and "border" in err, err
     assert outside.read_text() == "keep\n" and (ws / "REPORT.html").is_symlink()
     # ... and into one from outside: the workspace's own history is never the target
     history = ws / "eval_history.json"
@@ -297,8 +297,14 @@ def test_a_symlink_across_a_workspace_border_is_refused(tmp_path: Path) -> None:
     into = tmp_path / "into.csv"
     into.symlink_to(history)
     code, err = invoke(["history", "export", "--history", str(history), "--out", str(into)])
-    assert code == 2 and "another workspace" in err, err
+    assert code == 2 and "across a workspace's border" in err, err
     assert history.read_bytes() == before
+    # a symlinked directory on the way counts too: one leading out of the workspace
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (ws / "plots").symlink_to(elsewhere)
+    code, err = invoke(["report", "--workspace", str(ws), "--out", str(ws / "plots" / "p.html")])
+    assert code == 2 and "border" in err and not (elsewhere / "p.html").exists(), err
     # within the workspace a link is followed
     (ws / "logs").mkdir(exist_ok=True)
     (ws / "logs" / "page.html").write_text("old\n")
