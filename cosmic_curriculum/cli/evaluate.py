@@ -100,8 +100,8 @@ def evaluate_command(
         from cosmic_curriculum.errors import ConfigError
         from cosmic_curriculum.evaluation.evaluate import run_evaluation
         from cosmic_curriculum.evaluation.gate import GateSettings
-        from cosmic_curriculum.system import output_files
         from cosmic_curriculum.workspace import history
+        from cosmic_curriculum.workspace.outputs import history_target
 
         if is_env_bot_file(Path(candidate)) or _is_env_twin(Path(candidate)):
             _evaluate_env_bots(
@@ -115,19 +115,19 @@ def evaluate_command(
                 raise ConfigError(f"--batch-pairs {batch_pairs}: must be >= 1")
             extra = {} if batch_pairs is None else {"batch_pairs": batch_pairs}
             settings = GateSettings(rule=rule, **extra)
-        output_files.check_output_file(history_path, "--history")
+        history_file = history_target(history_path)
         # A transient bar on stderr, only on a terminal (logs get the summary alone).
         err = Console(stderr=True)
         with (
-            workspace_lock(history_path.parent, lock_wait),
+            workspace_lock(history_file.parent, lock_wait),
             Progress(console=err, transient=True, disable=not err.is_terminal) as bar,
         ):
-            history.load(history_path)  # a history we could not append to: before any game
+            history.load(history_file)  # a history we could not append to: before any game
             task = bar.add_task("evaluating", total=None)
             record = run_evaluation(
                 as_source(candidate, bot_timeout),
                 as_source(reference, bot_timeout),
-                history_path=history_path,
+                history_path=history_file,
                 episodes=episodes,
                 gate=settings,
                 seed=seed,
@@ -152,15 +152,15 @@ def _evaluate_env_bots(
 ) -> None:
     """An env bot (a Gymnasium stage's) against another or `random`, by episode returns."""
     from cosmic_curriculum.envs.evaluate import RANDOM, evaluate_env
-    from cosmic_curriculum.system import output_files
+    from cosmic_curriculum.workspace.outputs import history_target
 
-    output_files.check_output_file(history_path, "--history")
+    history_file = history_target(history_path)
     played: Path | str = RANDOM if reference in (RANDOM, f"builtin:{RANDOM}") else Path(reference)
-    with workspace_lock(history_path.parent, lock_wait):
+    with workspace_lock(history_file.parent, lock_wait):
         record = evaluate_env(
             Path(candidate),
             played,
-            history_path=history_path,
+            history_path=history_file,
             episodes=EVAL_EPISODES if episodes is None else episodes,
             seed=seed,
             deterministic=deterministic,

@@ -151,14 +151,13 @@ def rows(history_path: Path) -> list[dict[str, Any]]:
     except FileNotFoundError:
         raise StateError(f"--history {path}: no such file") from None
     except OSError as exc:
-        raise ConfigError(f"--history {path}: {exc.strerror}; name the history file") from None
+        raise StateError(f"--history {path}: {exc.strerror}; name the history file") from None
+    # exit 1, as for every history that cannot be read (`evaluate --history` too)
     if stat.S_ISDIR(mode):
-        raise ConfigError(
-            f"--history {path}: is a directory; name the eval_history.json file in it"
-        )
+        raise StateError(f"--history {path}: is a directory; name the eval_history.json file in it")
     if not stat.S_ISREG(mode):
         kind = "a FIFO" if stat.S_ISFIFO(mode) else "a device or socket"
-        raise ConfigError(
+        raise StateError(
             f"--history {path}: is {kind}, not a regular file; name the eval_history.json file"
         )
     return [record_row(r) for r in history.load(path)]

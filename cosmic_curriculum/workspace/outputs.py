@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from cosmic_curriculum.errors import StateError
 from cosmic_curriculum.system import fsio, output_files
 from cosmic_curriculum.workspace.layout import LOCK_FILE, STATE_FILE
 
@@ -42,3 +43,17 @@ def write_output(path: Path, data: bytes | str, option: str) -> None:
     """Write ``data`` (text as UTF-8) to the output ``path`` named by ``option``."""
     raw = data if isinstance(data, bytes) else fsio.utf8(data)
     output_files.write_output(path, raw, option, fence=_named_place)
+
+
+def history_target(path: Path, option: str = "--history") -> Path:
+    """The file an `evaluate` appends its record to: checked like any named output, and
+    a regular file (or a new one), since a record is appended to what was read. A
+    symlink (within the fence) is returned resolved, so the atomic write replaces its
+    target, never the link."""
+    check_output(path, option)
+    if Path(path).exists() and not Path(path).is_file():
+        raise StateError(  # exit 1, as for every history that cannot be read
+            f"{option} {path}: not a regular file (a device or FIFO); name the "
+            "eval_history.json file to append to"
+        )
+    return Path(os.path.realpath(path)) if Path(path).is_symlink() else Path(path)

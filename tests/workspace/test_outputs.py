@@ -260,7 +260,7 @@ def test_history_sources_that_are_no_file_say_what_they_are(tmp_path: Path) -> N
         (tmp_path / "missing.json", "no such file"),
     ):
         code, err = invoke(["history", "export", "--history", str(source)])
-        assert code == (1 if "missing" in str(source) else 2), err
+        assert code == 1, err  # as every history that cannot be read
         assert f"--history {source}: {needle}" in err and len(err.strip().splitlines()) == 1
 
 
@@ -359,3 +359,23 @@ def test_report_open_says_when_no_browser_opened(tmp_path: Path) -> None:
     )
     assert opened.returncode == 0 and opened.stderr == "", opened.stderr
     assert seen.read_text().strip() == (ws / "REPORT.html").resolve().as_uri()
+
+
+@pytest.mark.slow
+def test_evaluate_history_appends_through_a_link_and_refuses_what_it_cannot_append_to(
+    places: dict[str, Path],
+) -> None:
+    """`evaluate --history` is an output too: a link is followed (the record lands in its
+    target, the link stays), a FIFO or device is refused before any game."""
+    inert, rnd = str(places["bots"] / "inert.json"), str(places["bots"] / "random.json")
+    link = places["tmp"] / "linked.json"
+    link.symlink_to(places["history"].name)
+    code, err = invoke(["evaluate", inert, rnd, "-n", "2", "--history", str(link)])
+    assert code == 0, err
+    assert link.is_symlink() and len(json.loads(places["history"].read_text())) == 2
+    fifo = places["tmp"] / "fifo.json"
+    os.mkfifo(fifo)
+    for target in (fifo, device(places["tmp"], "null.json", 3)):
+        code, err = invoke(["evaluate", inert, rnd, "-n", "2", "--history", str(target)])
+        assert code == 1 and f"--history {target}: not a regular file" in err, err
+        assert not stat.S_ISREG(os.stat(target).st_mode)
