@@ -192,9 +192,11 @@ def replay_command(
         from cosmic_curriculum.envs.policy import is_env_bot_file
         from cosmic_curriculum.errors import ConfigError
         from cosmic_curriculum.evaluation.evaluate import render_replay
+        from cosmic_curriculum.system.fsio import without_surrogates
         from cosmic_curriculum.workspace.outputs import check_output, write_output
 
         check_output(out, "--out")
+        shown = without_surrogates(str(out))  # any file name, as UTF-8 can print it
         with tempfile.TemporaryDirectory() as private:
             # drawn in a private directory, then written as every named output is
             drawn = Path(private) / f"replay{out.suffix}"
@@ -207,7 +209,7 @@ def replay_command(
 
                 info = render_env_replay(Path(candidate), drawn, seed=seed)
                 write_output(out, drawn.read_bytes(), "--out")
-                sys.stdout.write(f"{info['title']}; wrote {out}\n")
+                sys.stdout.write(f"{info['title']}; wrote {shown}\n")
                 return
             if reference is None:
                 raise ConfigError(
@@ -216,7 +218,7 @@ def replay_command(
             blue, orange = as_source(candidate, bot_timeout), as_source(reference, bot_timeout)
             info = render_replay(blue, orange, drawn, seed=seed)
             write_output(out, drawn.read_bytes(), "--out")
-            info["out"] = str(out)
+            info["out"] = shown
         outcome = {1: "candidate won", -1: "reference won", 0: "draw"}[info["outcome"]]
         sys.stdout.write(f"{outcome} after {info['seconds']:.1f} s; wrote {info['out']}\n")
 

@@ -34,6 +34,7 @@ def export_onnx_command(
     def run() -> None:
         from cosmic_curriculum.bots.onnx_model import write_onnx
         from cosmic_curriculum.envs.policy import is_env_bot_file
+        from cosmic_curriculum.system.fsio import without_surrogates
         from cosmic_curriculum.workspace.outputs import write_output
 
         def write(path: Path, data: bytes) -> None:
@@ -45,7 +46,7 @@ def export_onnx_command(
             written = write_env_twin(bot, out, write=write)
         else:
             written = write_onnx(bot, out, write=write)
-        sys.stdout.write(f"wrote {written}\n")
+        sys.stdout.write(f"wrote {without_surrogates(str(written))}\n")  # any file name
 
     guarded(run)
 

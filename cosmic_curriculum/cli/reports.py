@@ -48,6 +48,7 @@ def report_command(
         import contextlib
 
         from cosmic_curriculum.reports.markdown import html_report
+        from cosmic_curriculum.system.fsio import without_surrogates
         from cosmic_curriculum.workspace.layout import Layout
         from cosmic_curriculum.workspace.outputs import check_output, write_output
 
@@ -56,7 +57,7 @@ def report_command(
         holder = enclosing_workspace(target.parent)
         with workspace_lock(holder, lock_wait) if holder else contextlib.nullcontext():
             write_output(target, html_report(workspace, config), "--out")
-        sys.stdout.write(f"report: {target}\n")
+        sys.stdout.write(f"report: {without_surrogates(str(target))}\n")
         if open_page:
             import webbrowser
 

@@ -20,6 +20,7 @@ from cosmic_curriculum.envs.gymnasium import make_env
 from cosmic_curriculum.envs.onnx_twin import load_env_player
 from cosmic_curriculum.envs.spaces import batch_of
 from cosmic_curriculum.errors import ConfigError, EvaluationError
+from cosmic_curriculum.system.fsio import without_surrogates
 
 RENDER_MODE = "rgb_array"
 
@@ -100,7 +101,8 @@ def render_env_replay(bot_path: Path, out: Path, *, seed: int = 0) -> dict[str, 
                 break
     finally:
         env.close()
-    title = f"{bot.env.id}: {path.name}, seed {seed}: return {total:g} in {steps} steps, {ended}"
+    name = without_surrogates(path.name)  # a file name need not be UTF-8
+    title = f"{bot.env.id}: {name}, seed {seed}: return {total:g} in {steps} steps, {ended}"
     if success is not None:
         title += ", success" if success else ", no success"
     _draw(frames, Path(out), title, suffix)

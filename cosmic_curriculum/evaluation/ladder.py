@@ -230,7 +230,7 @@ def write_ladder(doc: dict[str, Any], out_dir: Path) -> dict[str, Any]:
     write_output(files["json"], fsio.dumps_json(doc), "--out-dir")
     write_output(files["table"], markdown_table(doc), "--out-dir")
     write_output(files["png"], _plot(doc), "--out-dir")
-    doc["files"] = {key: str(path) for key, path in files.items()}
+    doc["files"] = {key: fsio.without_surrogates(str(path)) for key, path in files.items()}
     return doc
 
 

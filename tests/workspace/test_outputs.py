@@ -379,3 +379,19 @@ def test_evaluate_history_appends_through_a_link_and_refuses_what_it_cannot_appe
         code, err = invoke(["evaluate", inert, rnd, "-n", "2", "--history", str(target)])
         assert code == 1 and f"--history {target}: not a regular file" in err, err
         assert not stat.S_ISREG(os.stat(target).st_mode)
+
+
+@pytest.mark.slow
+def test_an_output_named_in_bytes_that_are_not_utf8_is_written_and_said(
+    places: dict[str, Path],
+) -> None:
+    """The file gets its exact name; what the command prints shows the byte escaped, even
+    on a stdout that takes only UTF-8."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONIOENCODING": "utf-8:strict"}
+    raw = bytes(places["tmp"]) + b"/m\xff.onnx"
+    argv = [sys.executable.encode(), b"-m", b"cosmic_curriculum", b"export-onnx"]
+    done = subprocess.run(
+        [*argv, bytes(places["bot"]), b"--out", raw], capture_output=True, env=env, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert os.path.isfile(raw) and done.stdout.strip().endswith(b"/m\\xff.onnx")
