@@ -127,7 +127,7 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def write_output(path: Path, data: bytes, option: str, fence: Fence | None = None) -> None:
-    """Write ``data`` to an output the user named (see the section's comment). A target
+    """Write ``data`` to an output the user named (the module says how). A target
     that cannot take it is a :class:`ConfigError` (:func:`check_output_file`); a write
     that fails (a full disk, ``/dev/full``, a FIFO whose reader left) a
     :class:`CurriculumError` naming ``option``, the path and the cause."""
