@@ -114,6 +114,17 @@ def stored_facts(ws: Path, cfg_path: Path) -> dict[str, Any]:
             "interrupted": flight.interrupted,
             "error": flight.error,
             "last_progress": flight.last_progress,
+            # each recorded trainer group, to tell an orphan that outlived its run
+            "trainers": [
+                {
+                    "experiment": h.experiment,
+                    "pgid": h.pgid,
+                    "pid": h.pid,
+                    "start": h.pid_start_time,
+                }
+                for h in [flight, *(flight.candidates or [])]
+                if h.pgid is not None and h.pid is not None
+            ],
         }
         if flight.candidates:
             in_flight["chosen"] = flight.chosen
@@ -202,16 +213,42 @@ def add_flight_facts(data: dict[str, Any], ws: Path) -> dict[str, Any]:
 
 
 def add_live_facts(data: dict[str, Any], ws: Path) -> dict[str, Any]:
-    """The live run (if one holds the workspace) added to :func:`status_data`'s facts;
-    while a run is live there is nothing to run next."""
-    from cosmic_curriculum.workspace.live import live_run
+    """The live run (if one holds the workspace) added to :func:`status_data`'s facts, or
+    the orphan of a dead run that still holds it (a trainer or evaluation command keeps
+    the lock it inherited); while either runs there is nothing to run next."""
+    from cosmic_curriculum.workspace.live import live_run, orphan
 
     live = live_run(ws, data["in_flight"])
     data["live"] = live
+    data["orphan"] = None if live is not None else orphan(ws, data["in_flight"])
+    ws_flag = "" if ws == Path.cwd().resolve() else f" --workspace {shlex.quote(str(ws))}"
     if live is not None and not data["config_error"]:
-        ws_flag = "" if ws == Path.cwd().resolve() else f" --workspace {shlex.quote(str(ws))}"
         data["next"] = (
             f"nothing while it runs: `cosmic-curriculum status --watch{ws_flag}` follows it, "
             f"`cosmic-curriculum attach{ws_flag}` shows its terminal"
         )
+    elif data["orphan"] is not None:
+        data["next"] = orphan_advice(data["orphan"])
     return data
+
+
+def orphan_advice(found: dict[str, Any]) -> str:
+    """What to do while an orphan of a dead run holds the workspace (`run` would refuse)."""
+    what, experiment, pgid = found["what"], found["experiment"], found["pgid"]
+    if what == "trainer":
+        return (
+            f"nothing while the trainer of {experiment} (process group {pgid}), left by a run "
+            "that died, holds this workspace: wait for it to finish (its result is used when "
+            f"you run again), or stop it with `kill -TERM -{pgid}` and run again to resume "
+            "from its last checkpoint"
+        )
+    if what == "evaluation":
+        return (
+            f"nothing while the evaluation of {experiment}, left by a run that died, holds "
+            "this workspace: wait for it to finish (its record is used when you run again)"
+        )
+    pids = ", ".join(str(p) for p in found.get("pids") or []) or "unknown"
+    return (
+        f"nothing while a process left by a run that died (pid {pids}) holds this "
+        "workspace's lock: wait for it, or stop it, then run again"
+    )

@@ -1,0 +1,142 @@
+"""`check_nothing_lost`: a missing state or history is refused only when something says it
+existed, and the remedy names a copy that exists."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fakes.workspace import SEED_STATE, make_workspace
+from gitutil import git, init_repo
+
+from cosmic_curriculum.errors import StateError
+from cosmic_curriculum.workspace.lost_files import check_nothing_lost
+
+TRAINING = {
+    **SEED_STATE,
+    "in_flight": {
+        "stage_index": 0,
+        "attempt": 0,
+        "experiment": "curric-s1-score",
+        "phase": "training",
+        "started_at": "2026-01-01T00:00:00+00:00",
+    },
+}
+LOG = "# 2026-01-01T00:00:00+00:00 trainer curric-s1-score\n@progress {}\n"
+
+
+def _with(state: dict[str, Any], **flight: Any) -> dict[str, Any]:
+    return {**state, "in_flight": {**state["in_flight"], **flight}}
+
+
+# (what the workspace holds besides a state, whether the history counts as lost, the hint)
+HISTORY_CASES = {
+    "first training, a trainer log": (TRAINING, {"logs/curric-s1-score.log": LOG}, None),
+    "first training, log and bot": (
+        TRAINING,
+        {"logs/curric-s1-score.log": LOG, "bots/curric-s1-score.json": "{}"},
+        None,
+    ),
+    "evaluating with a command, nothing counted": (
+        _with(TRAINING, phase="trained", history_before=0),
+        {"logs/curric-s1-score.log": LOG},
+        None,
+    ),
+    "a command's evaluation counted records": (
+        _with(TRAINING, phase="trained", history_before=3),
+        {},
+        "counted 3 record",
+    ),
+    "evaluated: the state names its record": (
+        _with(TRAINING, phase="evaluated", eval_id="ev-1"),
+        {},
+        "ev-1",
+    ),
+    "a candidate's evaluation": (
+        _with(TRAINING, candidates=[{"k": 1, "experiment": "x-c1", "eval_id": "ev-c1"}]),
+        {},
+        "ev-c1",
+    ),
+    "a logged decision": (
+        {**SEED_STATE, "log": [{"stage_index": 0, "experiment": "e", "eval_id": "ev-9"}]},
+        {},
+        "ev-9",
+    ),
+    "a seed state, nothing else": (SEED_STATE, {}, None),
+}
+
+
+def _workspace(tmp_path: Path, state: dict[str, Any], files: dict[str, str]) -> Path:
+    ws = make_workspace(tmp_path / "ws", git_repo=False)
+    (ws / "eval_history.json").unlink()
+    (ws / "curriculum_state.json").write_text(json.dumps(state))
+    for name, text in files.items():
+        (ws / name).parent.mkdir(parents=True, exist_ok=True)
+        (ws / name).write_text(text)
+    return ws
+
+
+@pytest.mark.parametrize("case", list(HISTORY_CASES))
+def test_a_missing_history_is_lost_only_when_something_says_it_existed(
+    tmp_path: Path, case: str
+) -> None:
+    state, files, evidence = HISTORY_CASES[case]
+    ws = _workspace(tmp_path, state, files)
+    init_repo(ws, message="never holds eval_history.json")
+    if evidence is None:
+        check_nothing_lost(ws)
+        return
+    with pytest.raises(StateError) as caught:
+        check_nothing_lost(ws)
+    message = str(caught.value)
+    assert "eval_history.json: missing" in message and evidence in message
+    # git never had it: a `git checkout` would fail, so none is suggested
+    assert "checkout" not in message and "backup" in message
+
+
+def test_a_history_in_git_head_is_restored_from_head(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path / "ws")  # commits eval_history.json
+    (ws / "eval_history.json").unlink()
+    with pytest.raises(StateError, match=r"git HEAD has eval_history.json.*checkout HEAD --"):
+        check_nothing_lost(ws)
+
+
+def test_a_history_deleted_by_a_commit_is_restored_from_the_one_before(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path / "ws")
+    git(ws, "rm", "-q", "eval_history.json")
+    git(ws, "commit", "-q", "-m", "drop the history")
+    deleted = git(ws, "rev-parse", "--short=12", "HEAD")
+    with pytest.raises(StateError) as caught:
+        check_nothing_lost(ws)
+    assert f"checkout {deleted}~1 -- eval_history.json" in str(caught.value)
+    git(ws, "checkout", f"{deleted}~1", "--", "eval_history.json")  # the remedy works
+    check_nothing_lost(ws)
+
+
+# (files besides the history, whether the state counts as lost)
+STATE_CASES = {
+    "a trainer log": ({"logs/curric-s1-score.log": LOG}, True),
+    "a trained bot": ({"bots/curric-s1-score.json": "{}"}, True),
+    "the curriculum's evaluation": (
+        {"eval_history.json": json.dumps([{"id": "a", "curriculum_experiment": "e"}])},
+        True,
+    ),
+    "evaluations by hand only": ({"eval_history.json": json.dumps([{"id": "a"}])}, False),
+    "nothing": ({}, False),
+}
+
+
+@pytest.mark.parametrize("case", list(STATE_CASES))
+def test_a_missing_state_is_lost_only_when_something_says_it_existed(
+    tmp_path: Path, case: str
+) -> None:
+    files, lost = STATE_CASES[case]
+    ws = _workspace(tmp_path, SEED_STATE, files)
+    (ws / "curriculum_state.json").unlink()
+    if not lost:
+        check_nothing_lost(ws)
+        return
+    with pytest.raises(StateError, match=r"curriculum_state\.json: missing.*from a backup"):
+        check_nothing_lost(ws)
