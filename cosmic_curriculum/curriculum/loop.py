@@ -41,6 +41,7 @@ from cosmic_curriculum.errors import (
 from cosmic_curriculum.system.clock import utc_now
 from cosmic_curriculum.workspace.config_file import load_config
 from cosmic_curriculum.workspace.layout import candidate_name, experiment_name
+from cosmic_curriculum.workspace.locate import is_workspace, where_to_run
 from cosmic_curriculum.workspace.lock import WorkspaceLock
 from cosmic_curriculum.workspace.state import CurriculumState
 from cosmic_curriculum.workspace.state_file import save_state
@@ -99,6 +100,11 @@ def open_run(options: RunOptions, reporter: Reporter | None = None) -> Run:
         raise ConfigError(
             f"--workspace {run.ws}: no such directory; create one with "
             f"`cosmic-curriculum init {run.ws}`"
+        )
+    if not run.config_path.exists() and not is_workspace(run.ws):
+        raise ConfigError(
+            f"--workspace {run.ws}: not a cosmic-curriculum workspace (no {run.config_path.name}"
+            f", no {run.paths.state.name}); {where_to_run(run.ws, 'cosmic-curriculum run')}"
         )
     run.config = load_config(run.config_path)
     return run

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cosmic_curriculum.errors import ConfigError
 from cosmic_curriculum.reports.summary import Summary, summarise
 from cosmic_curriculum.scoring import signed
 from cosmic_curriculum.system import fsio
@@ -25,6 +26,7 @@ from cosmic_curriculum.workspace import history
 from cosmic_curriculum.workspace.config import CurriculumConfig
 from cosmic_curriculum.workspace.config_file import load_config
 from cosmic_curriculum.workspace.layout import Layout
+from cosmic_curriculum.workspace.locate import is_workspace, where_to_run
 from cosmic_curriculum.workspace.state import CurriculumState
 from cosmic_curriculum.workspace.state_file import load_state
 
@@ -243,6 +245,11 @@ def refresh(run: Run) -> None:
 def html_report(workspace: Path, config_path: Path | None = None) -> str:
     """`cosmic-curriculum report`: the same report as one HTML page, drawn afresh."""
     layout = Layout(Path(workspace).resolve())
+    if config_path is None and not is_workspace(layout.root):
+        raise ConfigError(
+            f"--workspace {layout.root}: not a cosmic-curriculum workspace; "
+            f"{where_to_run(layout.root, 'cosmic-curriculum report')}"
+        )
     config = load_config(Path(config_path) if config_path else layout.config)
     state = load_state(layout.state)
     data = summarise(layout, state, config, history.load(layout.history))

@@ -38,9 +38,11 @@ def status_data(workspace: Path, config_path: Path | None = None) -> dict[str, A
     ws = Path(workspace).resolve()
     cfg_path = Path(config_path) if config_path else ws / "stages.toml"
     if not (ws / STATE_FILE).is_file() and not cfg_path.is_file():
+        from cosmic_curriculum.workspace.locate import where_to_run
+
         raise ConfigError(
             f"--workspace {ws}: not a cosmic-curriculum workspace (no {STATE_FILE}, no "
-            f"{cfg_path.name}); create one with `cosmic-curriculum init {ws}`"
+            f"{cfg_path.name}); {where_to_run(ws, 'cosmic-curriculum status')}"
         )
     key = status_cache.inputs_key(ws, cfg_path)
     data = status_cache.lookup(ws, key) if key else None
