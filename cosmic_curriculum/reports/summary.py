@@ -171,8 +171,9 @@ def _elo_bounds(
     finite bound from the score's Wilson interval, which stays inside (0, 1)."""
     if elo is not None:
         return (None, None) if err is None else (elo - err, elo + err)
-    counts = [record.get(k) for k in ("wins_a", "wins_b", "draws")]
-    if not all(type(c) is int and c >= 0 for c in counts) or sum(counts) == 0:
+    raw = [record.get(k) for k in ("wins_a", "wins_b", "draws")]
+    counts = [c for c in raw if type(c) is int and c >= 0]
+    if len(counts) != len(raw) or sum(counts) == 0:
         return None, None
     wins, losses, draws = counts
     low, high = stats.wilson_interval(wins + draws / 2, wins + losses + draws)

@@ -118,14 +118,15 @@ def stored_facts(ws: Path, cfg_path: Path) -> dict[str, Any]:
             "last_progress": flight.last_progress,
             # each recorded trainer group, to tell an orphan that outlived its run
             "trainers": [
-                {
-                    "experiment": h.experiment,
-                    "pgid": h.pgid,
-                    "pid": h.pid,
-                    "start": h.pid_start_time,
-                }
-                for h in [flight, *(flight.candidates or [])]
-                if h.pgid is not None and h.pid is not None
+                {"experiment": name, "pgid": pgid, "pid": pid, "start": start}
+                for name, pgid, pid, start in [
+                    (flight.experiment, flight.pgid, flight.pid, flight.pid_start_time),
+                    *(
+                        (c.experiment, c.pgid, c.pid, c.pid_start_time)
+                        for c in flight.candidates or []
+                    ),
+                ]
+                if pgid is not None and pid is not None
             ],
         }
         if flight.candidates:
