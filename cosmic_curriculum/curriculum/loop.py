@@ -32,7 +32,6 @@ from cosmic_curriculum.curriculum.training import train
 from cosmic_curriculum.errors import (
     ConfigError,
     CurriculumError,
-    DamagedFileError,
     EvaluationError,
     LockError,
     StateError,
@@ -143,9 +142,12 @@ def _loop(run: Run) -> CurriculumState:
             eval_id = run.flight.eval_id or ""
             record = history.find(run.paths.history, eval_id)
             if record is None:
-                raise DamagedFileError(
-                    run.paths.history,
-                    f"evaluation {eval_id} of {run.flight.experiment} is missing",
+                from cosmic_curriculum.workspace.lost_files import record_restore_hint
+
+                hint = record_restore_hint(run.ws, run.paths.history.name, eval_id)
+                raise StateError(
+                    f"{run.paths.history}: evaluation {eval_id} of {run.flight.experiment} "
+                    f"is missing; {hint}"
                 )
             run.record(t.Decide(record, utc_now()), pause="decided")
             run.reporter.attempt_decided(run.state.log[-1])

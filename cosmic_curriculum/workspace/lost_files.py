@@ -57,6 +57,32 @@ def restore_hint(root: Path, name: str) -> str:
     return "restore it from a backup (git has no copy of it)"
 
 
+RECORD_SEARCH_COMMITS = 20  # how far back git's copies are searched for a lost record
+
+
+def record_restore_hint(root: Path, name: str, record_id: str) -> str:
+    """How to get back the record ``record_id`` of the JSON list ``name``: the newest of
+    git's last copies of the file that holds it (a catch-up commit may already have
+    committed the file without it), else a backup."""
+    try:
+        listed = run_git(
+            ["rev-list", "-n", str(RECORD_SEARCH_COMMITS), "HEAD", "--", f"./{name}"],
+            root,
+            check=False,
+        )
+        commits = listed.stdout.split() if listed.ok else []
+        for sha in commits:
+            shown = run_git(["show", f"{sha}:./{name}"], root, check=False)
+            if shown.ok and f'"{record_id}"' in shown.stdout:
+                return (
+                    f"restore it with `git -C {shlex.quote(str(root))} show "
+                    f"{sha[:12]}:./{shlex.quote(name)} > {shlex.quote(str(root / name))}`"
+                )
+    except GitRunError:
+        pass
+    return f"restore {name} from a backup (git has no copy with that record)"
+
+
 def _state_evidence(paths: Layout) -> str:
     """What says the state existed: the curriculum saves it before it launches a trainer
     (whose log and bot then appear) and before it appends an evaluation of its own."""

@@ -4,6 +4,7 @@ existed, and the remedy names a copy that exists."""
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -140,3 +141,28 @@ def test_a_missing_state_is_lost_only_when_something_says_it_existed(
         return
     with pytest.raises(StateError, match=r"curriculum_state\.json: missing.*from a backup"):
         check_nothing_lost(ws)
+
+
+@pytest.mark.slow
+def test_a_lost_evaluation_record_names_a_copy_that_holds_it(tmp_path: Path) -> None:
+    from fakes.workspace import run_in_process
+
+    ws = make_workspace(tmp_path / "ws", stages=["score"])  # commits an empty history
+    state = _with(TRAINING, phase="evaluated", eval_id="ev-lost", launched=True)
+    (ws / "curriculum_state.json").write_text(json.dumps(state))
+    with pytest.raises(StateError) as caught:
+        run_in_process(ws)
+    message = str(caught.value)
+    assert "evaluation ev-lost of curric-s1-score is missing" in message
+    assert "git" not in message.split("missing; ", 1)[1].replace("git has no", "")  # HEAD lacks it
+    record = {"id": "ev-lost", "wins_a": 12, "wins_b": 8, "draws": 0, "episodes": 20}
+    (ws / "eval_history.json").write_text(json.dumps([record]))
+    git(ws, "commit", "-qam", "the record")
+    (ws / "eval_history.json").write_text("[]")
+    with pytest.raises(StateError, match=r"git -C .* show [0-9a-f]{12}:\./eval_history\.json >"):
+        run_in_process(ws)
+    with pytest.raises(StateError) as again:
+        run_in_process(ws)
+    remedy = str(again.value).split("`")[1]
+    subprocess.run(["bash", "-c", remedy], check=True, timeout=60)  # the remedy works
+    assert run_in_process(ws).status == "done"
