@@ -341,3 +341,12 @@ def test_an_entry_that_is_not_a_small_regular_file_is_a_miss(ws: Path, kind: str
     result = _status_limited(ws)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["status"] == "blocked"
+
+
+def test_a_group_writable_cache_base_is_fine_its_own_directories_are_checked(ws: Path) -> None:
+    truth = blocked_with_facts(ws)
+    base = status_cache.cache_dir().parent.parent
+    os.chmod(base, 0o775)  # what a umask of 002 gives ~/.cache
+    assert status_data(ws) == truth
+    assert len(entries()) == 1  # cached
+    assert status_cache.cache_dir().stat().st_mode & 0o777 == 0o700

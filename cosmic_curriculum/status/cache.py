@@ -11,14 +11,16 @@ files. Anything else — the live run, the in-flight attempt's log — is read e
 
 The cache is only ever a shortcut: a missing, unreadable, corrupt or foreign entry is a
 miss, and a failure to write it is ignored. It is trusted no further than its directory:
-every directory from the cache base down must be a real directory (no symbolic link)
-owned by the user (the base: or root) and writable by nobody else, or nothing is read or
-written there. Entries are opened relative to that directory without following links,
-must be regular files of the user's no larger than ``MAX_ENTRY_BYTES``, and carry a MAC
-keyed with a secret of the user's (``key``, mode 0600, in the same directory): an entry
-planted by someone else is a miss, and so is one whose status, stage or attempt is not
-the state file's. ``COSMIC_CURRICULUM_NO_STATUS_CACHE=1``
-turns it off. Imports nothing heavy: this is what keeps `status` from importing pydantic.
+its own two directories (``cosmic-curriculum/status``) must be real directories (no
+symbolic link) owned by the user and writable by nobody else, in a base owned by the
+user or root, or nothing is read or written there. Entries are opened relative to that
+directory without following links, must be regular files of the user's no larger than
+``MAX_ENTRY_BYTES``, and carry a MAC keyed with a secret of the user's (``key``, mode
+0600, in the same directory): an entry planted by someone else is a miss, and so is one
+whose status, stage or attempt is not the state file's (an entry's key is a fingerprint
+of files anyone may read, so it alone proves nothing).
+``COSMIC_CURRICULUM_NO_STATUS_CACHE=1`` turns it off. Imports nothing heavy: this is what
+keeps `status` from importing pydantic.
 """
 
 from __future__ import annotations
@@ -56,12 +58,12 @@ def _entry_name(workspace: Path) -> str:
     return hashlib.blake2b(str(workspace).encode(), digest_size=16).hexdigest() + ".json"
 
 
-def _trusted(fd: int, owners: tuple[int, ...]) -> bool:
+def _trusted(fd: int, owners: tuple[int, ...], private: bool = True) -> bool:
     info = os.fstat(fd)
     return (
         stat.S_ISDIR(info.st_mode)
         and info.st_uid in owners
-        and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+        and not (private and info.st_mode & (stat.S_IWGRP | stat.S_IWOTH))
     )
 
 
@@ -80,7 +82,10 @@ def open_cache_dir(create: bool) -> int | None:
     except OSError:
         return None
     try:
-        if not _trusted(fd, (me, 0)):
+        # The base may be group-writable (a umask of 002 makes ~/.cache so): whoever can
+        # write it can only swap our directories for ones of their own or links, which
+        # the checks below refuse.
+        if not _trusted(fd, (me, 0), private=False):
             return None
         for name in (path.parent.name, path.name):
             if create:
