@@ -42,6 +42,7 @@ from cosmic_curriculum.workspace.config_file import load_config
 from cosmic_curriculum.workspace.layout import candidate_name, experiment_name
 from cosmic_curriculum.workspace.locate import is_workspace, where_to_run
 from cosmic_curriculum.workspace.lock import WorkspaceLock
+from cosmic_curriculum.workspace.lost_files import check_config_not_lost
 from cosmic_curriculum.workspace.state import CurriculumState
 from cosmic_curriculum.workspace.state_file import save_state
 
@@ -105,6 +106,7 @@ def open_run(options: RunOptions, reporter: Reporter | None = None) -> Run:
             f"--workspace {run.ws}: not a cosmic-curriculum workspace (no {run.config_path.name}"
             f", no {run.paths.state.name}); {where_to_run(run.ws, 'cosmic-curriculum run')}"
         )
+    check_config_not_lost(run.ws, run.config_path)
     run.config = load_config(run.config_path)
     return run
 

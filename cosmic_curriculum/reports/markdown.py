@@ -27,6 +27,7 @@ from cosmic_curriculum.workspace.config import CurriculumConfig
 from cosmic_curriculum.workspace.config_file import load_config
 from cosmic_curriculum.workspace.layout import Layout
 from cosmic_curriculum.workspace.locate import is_workspace, where_to_run
+from cosmic_curriculum.workspace.lost_files import check_config_not_lost
 from cosmic_curriculum.workspace.state import CurriculumState
 from cosmic_curriculum.workspace.state_file import load_state
 
@@ -262,6 +263,7 @@ def html_report(workspace: Path, config_path: Path | None = None) -> str:
             f"--workspace {layout.root}: not a cosmic-curriculum workspace; "
             f"{where_to_run(layout.root, 'cosmic-curriculum report')}"
         )
+    check_config_not_lost(layout.root, Path(config_path) if config_path else layout.config)
     config = load_config(Path(config_path) if config_path else layout.config)
     state = load_state(layout.state)
     data = summarise(layout, state, config, history.load(layout.history))

@@ -58,7 +58,7 @@ def stored_facts(ws: Path, cfg_path: Path) -> dict[str, Any]:
     """What `status` derives from stages.toml, the state, the history and the decided
     attempts' logs (validated with the pydantic models), as JSON would give it back."""
     from cosmic_curriculum.workspace.config_file import load_config
-    from cosmic_curriculum.workspace.lost_files import check_nothing_lost
+    from cosmic_curriculum.workspace.lost_files import check_config_not_lost, check_nothing_lost
     from cosmic_curriculum.workspace.state_file import check_stage_range, load_state
 
     check_nothing_lost(ws)
@@ -66,6 +66,7 @@ def stored_facts(ws: Path, cfg_path: Path) -> dict[str, Any]:
     config: CurriculumConfig | None = None
     config_error: str | None = None
     try:
+        check_config_not_lost(ws, cfg_path)
         config = load_config(cfg_path)
     except CurriculumError as exc:
         config_error = str(exc)

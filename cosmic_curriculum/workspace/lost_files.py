@@ -15,7 +15,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from cosmic_curriculum.errors import StateError
+from cosmic_curriculum.errors import ConfigError, StateError
 from cosmic_curriculum.system.fsio import read_json
 from cosmic_curriculum.vcs.gitcmd import GitRunError, run_git
 from cosmic_curriculum.workspace.layout import Layout
@@ -40,6 +40,28 @@ def check_nothing_lost(workspace: Path) -> None:
                 f"{lost}: missing, but {found}; {restore_hint(paths.root, lost.name)} "
                 "instead of starting over"
             )
+
+
+def check_config_not_lost(workspace: Path, config_path: Path) -> None:
+    """Refuse a workspace's own missing stages.toml when it existed (the state recorded
+    its hash, or git has or had it): `init` would be the wrong fix for a curriculum that
+    ran. Another ``--config`` file, or one never there, is left to the config loader."""
+    paths = Layout(Path(workspace))
+    if Path(config_path).resolve() != paths.config.resolve():
+        return
+    if paths.config.exists() or paths.config.is_symlink():
+        return
+    recorded = _json_dict(paths.state).get("config_hash")
+    found = (
+        f"{paths.state.name} recorded its hash"
+        if isinstance(recorded, str) and recorded
+        else _git_evidence(paths.root, paths.config.name)
+    )
+    if found:
+        raise ConfigError(
+            f"{paths.config}: missing, but {found}; "
+            f"{restore_hint(paths.root, paths.config.name)} (or pass --config PATH)"
+        )
 
 
 def restore_hint(root: Path, name: str) -> str:

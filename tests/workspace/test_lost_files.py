@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -166,3 +167,39 @@ def test_a_lost_evaluation_record_names_a_copy_that_holds_it(tmp_path: Path) -> 
     remedy = str(again.value).split("`")[1]
     subprocess.run(["bash", "-c", remedy], check=True, timeout=60)  # the remedy works
     assert run_in_process(ws).status == "done"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("with_git", [True, False], ids=["git", "no git"])
+def test_a_lost_stages_toml_of_a_curriculum_that_ran_is_restored_not_inited(
+    tmp_path: Path, with_git: bool
+) -> None:
+    from fakes.workspace import cli_env, run_cli, run_in_process
+
+    ws = make_workspace(tmp_path / "ws", stages=["score"], git_repo=with_git)
+    assert run_in_process(ws).status == "done"
+    (ws / "stages.toml").unlink()
+    remedy = "checkout HEAD -- stages.toml" if with_git else "from a backup"
+    argv = [sys.executable, "-m", "cosmic_curriculum"]
+    for result in (
+        run_cli(ws),
+        subprocess.run(
+            [*argv, "report", "--workspace", str(ws)],
+            env=cli_env(ws),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        ),
+    ):
+        line = result.stderr.strip()
+        assert result.returncode == 2 and "\n" not in line, result.stderr
+        assert "stages.toml: missing, but" in line and remedy in line and "init" not in line, line
+    shown = subprocess.run(
+        [*argv, "status", "--json", "--workspace", str(ws)],
+        env=cli_env(ws),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert shown.returncode == 2
+    assert remedy in json.loads(shown.stdout)["next"]
