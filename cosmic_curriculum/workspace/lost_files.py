@@ -1,8 +1,9 @@
 """A workspace whose state or history file is gone, though something says it existed, is
 refused, never started afresh.
 
-"Missing" means "was there": a file counts as lost only when the other file, a trainer's
-log, a trained bot or git says it existed. The seed's layout (and any workspace not made
+"Missing" means "was there": the history counts as lost only when the state names one of
+its records, the state only when a curriculum log, bot or evaluation exists, either when
+git has or had it. The seed's layout (and any workspace not made
 by `init`) has no `eval_history.json` until its first evaluation, so a trainer's log
 alone proves nothing about the history: a run killed during the first training must
 resume, and `status` must show that training. The remedy names a copy that exists (git
