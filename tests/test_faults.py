@@ -125,7 +125,9 @@ ONE = '[[stages]]\nname = "a"\n'
 @pytest.mark.parametrize(
     ("text", "needles"),
     [
-        (None, ["stages.toml", "init"]),
+        # git has it: restored from there, not created with `init` (test_lost_files covers
+        # a workspace without git; test_config a file that never existed)
+        (None, ["stages.toml", "missing, but git HEAD has", "checkout HEAD -- stages.toml"]),
         ("stages = [", ["stages.toml", "TOML"]),
         ("colour = 1\n" + ONE, ["stages.toml", "colour"]),
         ("max_retries = 'two'\n" + ONE, ["stages.toml", "max_retries"]),

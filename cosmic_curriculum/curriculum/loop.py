@@ -32,7 +32,6 @@ from cosmic_curriculum.curriculum.training import train
 from cosmic_curriculum.errors import (
     ConfigError,
     CurriculumError,
-    DamagedFileError,
     EvaluationError,
     LockError,
     StateError,
@@ -41,7 +40,9 @@ from cosmic_curriculum.errors import (
 from cosmic_curriculum.system.clock import utc_now
 from cosmic_curriculum.workspace.config_file import load_config
 from cosmic_curriculum.workspace.layout import candidate_name, experiment_name
+from cosmic_curriculum.workspace.locate import is_workspace, where_to_run
 from cosmic_curriculum.workspace.lock import WorkspaceLock
+from cosmic_curriculum.workspace.lost_files import check_config_not_lost
 from cosmic_curriculum.workspace.state import CurriculumState
 from cosmic_curriculum.workspace.state_file import save_state
 
@@ -100,6 +101,12 @@ def open_run(options: RunOptions, reporter: Reporter | None = None) -> Run:
             f"--workspace {run.ws}: no such directory; create one with "
             f"`cosmic-curriculum init {run.ws}`"
         )
+    if not run.config_path.exists() and not is_workspace(run.ws):
+        raise ConfigError(
+            f"--workspace {run.ws}: not a cosmic-curriculum workspace (no {run.config_path.name}"
+            f", no {run.paths.state.name}); {where_to_run(run.ws, 'cosmic-curriculum run')}"
+        )
+    check_config_not_lost(run.ws, run.config_path)
     run.config = load_config(run.config_path)
     return run
 
@@ -137,9 +144,12 @@ def _loop(run: Run) -> CurriculumState:
             eval_id = run.flight.eval_id or ""
             record = history.find(run.paths.history, eval_id)
             if record is None:
-                raise DamagedFileError(
-                    run.paths.history,
-                    f"evaluation {eval_id} of {run.flight.experiment} is missing",
+                from cosmic_curriculum.workspace.lost_files import record_restore_hint
+
+                hint = record_restore_hint(run.ws, run.paths.history.name, eval_id)
+                raise StateError(
+                    f"{run.paths.history}: evaluation {eval_id} of {run.flight.experiment} "
+                    f"is missing; {hint}"
                 )
             run.record(t.Decide(record, utc_now()), pause="decided")
             run.reporter.attempt_decided(run.state.log[-1])

@@ -40,7 +40,7 @@ from cosmic_curriculum.vcs import repo as vcs
 from cosmic_curriculum.workspace import history
 from cosmic_curriculum.workspace.layout import experiment_name
 from cosmic_curriculum.workspace.lock import WorkspaceLock
-from cosmic_curriculum.workspace.lost_files import check_nothing_lost
+from cosmic_curriculum.workspace.lost_files import check_nothing_lost, restore_hint
 from cosmic_curriculum.workspace.state_file import check_stage_range, load_state
 
 
@@ -312,9 +312,8 @@ def _preflight_commands(run: Run) -> None:
     elif not isinstance(reference, Path):  # a program: no file, but its handshake
         check_exec_reference(run, reference, i)
     elif config.stage_reference(i) is None:  # the previous stage's passing bot
-        restore = f"git -C {run.ws} checkout HEAD -- {run.rel(reference)}"
         what = f"stage {i}'s passing bot (stage {i + 1}'s reference)"
-        validate_bot(run, reference, what, f"restore it with `{restore}`", i)
+        validate_bot(run, reference, what, restore_hint(run.ws, run.rel(reference)), i)
     else:
         validate_bot(run, reference, "reference bot", stage_index=i)
     if uses_default_evaluator(run):

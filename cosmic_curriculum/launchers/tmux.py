@@ -142,6 +142,13 @@ def attach_argv(workspace: Path) -> list[str]:
     ws = Path(workspace).resolve()
     name = session_name(ws)
     if shutil.which("tmux") is None or not session_exists(name):
+        from cosmic_curriculum.workspace.locate import is_workspace, where_to_run
+
+        if not is_workspace(ws):
+            raise ConfigError(
+                f"--workspace {ws}: not a cosmic-curriculum workspace; "
+                f"{where_to_run(ws, 'cosmic-curriculum attach')}"
+            )
         raise CurriculumError(
             f"no curriculum is running in tmux for {ws} (no session {name}); start one with "
             f"`cosmic-curriculum run --detach --workspace {shlex.quote(str(ws))}`"

@@ -18,14 +18,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cosmic_curriculum.errors import ConfigError
 from cosmic_curriculum.reports import md_text
-from cosmic_curriculum.reports.summary import Summary, summarise
+from cosmic_curriculum.reports.summary import Rung, Summary, elo_text, summarise
 from cosmic_curriculum.scoring import signed
 from cosmic_curriculum.system import fsio
 from cosmic_curriculum.workspace import history
 from cosmic_curriculum.workspace.config import CurriculumConfig
 from cosmic_curriculum.workspace.config_file import load_config
 from cosmic_curriculum.workspace.layout import Layout
+from cosmic_curriculum.workspace.locate import is_workspace, where_to_run
+from cosmic_curriculum.workspace.lost_files import check_config_not_lost
 from cosmic_curriculum.workspace.state import CurriculumState
 from cosmic_curriculum.workspace.state_file import load_state
 
@@ -97,24 +100,34 @@ def blocks(layout: Layout, data: Summary) -> list[Block]:
         )
     out.append(Block("p", legend))
     ladder_rows = [
-        [
-            md_text.code(r.bot),
-            md_text.text(r.stage),
-            "–" if r.elo is None else signed(r.elo, 0),
-            _err(r.err),
-        ]
+        [md_text.code(r.bot), md_text.text(r.stage), _ladder_elo(r), _err(r)]
         for r in data.ladder
     ]
     out += [Block("h2", "Elo ladder of the passing bots")]
     out.append(Block("table", rows=[["bot", "stage", "Elo", "± 95%"], *ladder_rows]))
-    out.append(Block("p", "Chained from the evaluation records; stage 1's reference is 0."))
+    note = "Chained from the evaluation records; stage 1's reference is 0."
+    if any(r.elo is None and (r.low is None) != (r.high is None) for r in data.ladder):
+        note += (
+            " ≥ / ≤: a shut-out has no finite Elo, only a 95% bound (from its score's "
+            "Wilson interval), which the bots above it keep."
+        )
+    out.append(Block("p", note))
     for name, alt in PICTURES.items():
         out.append(Block("img", alt, path=layout.rel(layout.report_dir / name)))
     return out
 
 
-def _err(err: float | None) -> str:
-    return "∞" if err is None else f"{err:.0f}"
+def _ladder_elo(rung: Rung) -> str:
+    return (
+        signed(rung.elo, 0) if rung.elo is not None else elo_text(None, None, rung.low, rung.high)
+    )
+
+
+def _err(rung: Rung) -> str:
+    if rung.err is not None:
+        return f"{rung.err:.0f}"
+    # a bound alone (a shut-out on the way) is one-sided; nothing known is "–", not "∞"
+    return "one-sided" if (rung.low is None) != (rung.high is None) else "–"
 
 
 def _cell(text: str) -> str:
@@ -260,6 +273,12 @@ def refresh(run: Run) -> None:
 def html_report(workspace: Path, config_path: Path | None = None) -> str:
     """`cosmic-curriculum report`: the same report as one HTML page, drawn afresh."""
     layout = Layout(Path(workspace).resolve())
+    if config_path is None and not is_workspace(layout.root):
+        raise ConfigError(
+            f"--workspace {layout.root}: not a cosmic-curriculum workspace; "
+            f"{where_to_run(layout.root, 'cosmic-curriculum report')}"
+        )
+    check_config_not_lost(layout.root, Path(config_path) if config_path else layout.config)
     config = load_config(Path(config_path) if config_path else layout.config)
     state = load_state(layout.state)
     data = summarise(layout, state, config, history.load(layout.history))

@@ -24,6 +24,7 @@ from cosmic_curriculum.reports.review import rule_verdicts, threshold_figures
 from cosmic_curriculum.scoring import signed
 from cosmic_curriculum.workspace.config import BuiltinReference, CurriculumConfig
 from cosmic_curriculum.workspace.layout import Layout, experiment_name
+from cosmic_curriculum.workspace.live import format_duration
 from cosmic_curriculum.workspace.state import CurriculumState, LogEntry
 from cosmic_curriculum.workspace.trainer_log import launched_at
 
@@ -50,8 +51,28 @@ class Row:
 class Rung:
     bot: str
     stage: str
-    elo: float | None  # None: unknown (a skipped stage, a shut-out)
+    elo: float | None  # None: no point estimate (a skipped stage, a shut-out on the way)
     err: float | None
+    # 95% bounds, each None when unbounded: a shut-out has no estimate but one finite
+    # bound, which the rungs above it keep (a shut-out no longer makes them all unknown)
+    low: float | None = None
+    high: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.elo is not None and self.err is not None:
+            self.low = self.elo - self.err if self.low is None else self.low
+            self.high = self.elo + self.err if self.high is None else self.high
+
+
+def elo_text(elo: float | None, err: float | None, low: float | None, high: float | None) -> str:
+    """``+35 ± 145``; for a shut-out its one finite 95% bound, ``≥ +520`` or ``≤ −520``."""
+    if elo is not None:
+        return f"{signed(elo, 0)} ± {'∞' if err is None else f'{err:.0f}'}"
+    if low is not None and high is None:
+        return f"≥ {signed(low, 0)}"
+    if high is not None and low is None:
+        return f"≤ {signed(high, 0)}"
+    return "–"
 
 
 @dataclass
@@ -116,9 +137,9 @@ def _row(layout: Layout, label: str, entry: LogEntry, record: dict[str, Any] | N
         gap, half = _gap(counts)
         row.gap = f"{signed(gap, 2)} ± {half:.2f}"
         elo, err = _elo(counts)
-        row.elo = "–" if elo is None else f"{signed(elo, 0)} ± {_num(err)}"
+        row.elo = elo_text(elo, err, *_elo_bounds(counts, elo, err))
     started, steps = _log_facts(layout.log(entry.experiment))
-    row.wall = _duration(started, entry.decided_at)
+    row.wall = wall_time(started, entry.decided_at)
     row.timesteps = f"{steps:,}" if steps is not None else "–"
     return row
 
@@ -144,12 +165,28 @@ def _elo(record: dict[str, Any]) -> tuple[float | None, float | None]:
     return _finite(elo), _finite(err)
 
 
+def _elo_bounds(
+    record: dict[str, Any], elo: float | None, err: float | None
+) -> tuple[float | None, float | None]:
+    """The 95% bounds of a record's Elo; a shut-out (score 0 or 1, Elo ∓∞) gets its one
+    finite bound from the score's Wilson interval, which stays inside (0, 1)."""
+    if elo is not None:
+        return (None, None) if err is None else (elo - err, elo + err)
+    raw = [record.get(k) for k in ("wins_a", "wins_b", "draws")]
+    counts = [c for c in raw if type(c) is int and c >= 0]
+    if len(counts) != len(raw) or sum(counts) == 0:
+        return None, None
+    wins, losses, draws = counts
+    low, high = stats.wilson_interval(wins + draws / 2, wins + losses + draws)
+    if losses == 0 and wins + draws / 2 > 0:  # scored everything: a lower bound
+        return stats.elo_from_score(low) if 0 < low < 1 else None, None
+    if wins == 0 and draws == 0:  # lost everything: an upper bound
+        return None, stats.elo_from_score(high) if 0 < high < 1 else None
+    return None, None
+
+
 def _finite(x: Any) -> float | None:
     return float(x) if isinstance(x, int | float) and math.isfinite(x) else None
-
-
-def _num(x: float | None) -> str:
-    return "∞" if x is None else f"{x:.0f}"
 
 
 def _log_facts(log: Path) -> tuple[str | None, int | None]:
@@ -165,15 +202,18 @@ def _log_facts(log: Path) -> tuple[str | None, int | None]:
     return launched_at(log), steps
 
 
-def _duration(start: str | None, end: str | None) -> str:
-    """``H:MM`` from the first launch to the decision (minutes: the same run twice gives
-    the same report)."""
+def wall_time(start: str | None, end: str | None) -> str:
+    """From the first launch to the decision, as `status` writes durations (``42s``,
+    ``4m 10s``, ``3h 05m``, ``2d 03h``): whole minutes (``H:MM``) showed every stage under
+    a minute, a quick curriculum's whole table, as ``0:00``. From the two stamps alone, so
+    the same workspace still gives the same report."""
     try:
-        seconds = datetime.fromisoformat(end or "") - datetime.fromisoformat(start or "")
-    except ValueError:
+        seconds = (
+            datetime.fromisoformat(end or "") - datetime.fromisoformat(start or "")
+        ).total_seconds()
+    except (TypeError, ValueError):  # a hand-edited stamp, or naive against aware
         return "–"
-    minutes = max(0, int(seconds.total_seconds() // 60))
-    return f"{minutes // 60}:{minutes % 60:02d}"
+    return format_duration(max(0.0, seconds))
 
 
 def ladder(
@@ -202,16 +242,27 @@ def ladder(
         record = by_id.get(entry.eval_id or "")
         elo: float | None = None
         err: float | None = None
-        if base is not None and base.elo is not None and record is not None:
+        low: float | None = None
+        high: float | None = None
+        if base is not None and record is not None:
             diff, diff_err = _elo(record)
-            if diff is not None:
+            if base.elo is not None and diff is not None:
                 elo = base.elo + diff
                 if base.err is not None and diff_err is not None:
                     err = math.hypot(base.err, diff_err)  # independent evaluations
-        rung = Rung(entry.experiment, f"{i + 1} {stage.name}", elo, err)
+            if err is None:  # a shut-out here or below: what its bounds still say
+                diff_low, diff_high = _elo_bounds(record, diff, diff_err)
+                low = _plus(base.low, diff_low)
+                high = _plus(base.high, diff_high)
+        rung = Rung(entry.experiment, f"{i + 1} {stage.name}", elo, err, low, high)
         rungs.append(rung)
         previous = rung
     return rungs
+
+
+def _plus(a: float | None, b: float | None) -> float | None:
+    """A bound of a sum from the parts' bounds on the same side (None: unbounded)."""
+    return None if a is None or b is None else a + b
 
 
 def _next(out: Summary, layout: Layout, state: CurriculumState, config: CurriculumConfig) -> None:

@@ -38,9 +38,11 @@ def status_data(workspace: Path, config_path: Path | None = None) -> dict[str, A
     ws = Path(workspace).resolve()
     cfg_path = Path(config_path) if config_path else ws / "stages.toml"
     if not (ws / STATE_FILE).is_file() and not cfg_path.is_file():
+        from cosmic_curriculum.workspace.locate import where_to_run
+
         raise ConfigError(
             f"--workspace {ws}: not a cosmic-curriculum workspace (no {STATE_FILE}, no "
-            f"{cfg_path.name}); create one with `cosmic-curriculum init {ws}`"
+            f"{cfg_path.name}); {where_to_run(ws, 'cosmic-curriculum status')}"
         )
     key = status_cache.inputs_key(ws, cfg_path)
     data = status_cache.lookup(ws, key) if key else None
@@ -56,7 +58,7 @@ def stored_facts(ws: Path, cfg_path: Path) -> dict[str, Any]:
     """What `status` derives from stages.toml, the state, the history and the decided
     attempts' logs (validated with the pydantic models), as JSON would give it back."""
     from cosmic_curriculum.workspace.config_file import load_config
-    from cosmic_curriculum.workspace.lost_files import check_nothing_lost
+    from cosmic_curriculum.workspace.lost_files import check_config_not_lost, check_nothing_lost
     from cosmic_curriculum.workspace.state_file import check_stage_range, load_state
 
     check_nothing_lost(ws)
@@ -64,6 +66,7 @@ def stored_facts(ws: Path, cfg_path: Path) -> dict[str, Any]:
     config: CurriculumConfig | None = None
     config_error: str | None = None
     try:
+        check_config_not_lost(ws, cfg_path)
         config = load_config(cfg_path)
     except CurriculumError as exc:
         config_error = str(exc)
@@ -114,6 +117,18 @@ def stored_facts(ws: Path, cfg_path: Path) -> dict[str, Any]:
             "interrupted": flight.interrupted,
             "error": flight.error,
             "last_progress": flight.last_progress,
+            # each recorded trainer group, to tell an orphan that outlived its run
+            "trainers": [
+                {"experiment": name, "pgid": pgid, "pid": pid, "start": start}
+                for name, pgid, pid, start in [
+                    (flight.experiment, flight.pgid, flight.pid, flight.pid_start_time),
+                    *(
+                        (c.experiment, c.pgid, c.pid, c.pid_start_time)
+                        for c in flight.candidates or []
+                    ),
+                ]
+                if pgid is not None and pid is not None
+            ],
         }
         if flight.candidates:
             in_flight["chosen"] = flight.chosen
@@ -202,16 +217,42 @@ def add_flight_facts(data: dict[str, Any], ws: Path) -> dict[str, Any]:
 
 
 def add_live_facts(data: dict[str, Any], ws: Path) -> dict[str, Any]:
-    """The live run (if one holds the workspace) added to :func:`status_data`'s facts;
-    while a run is live there is nothing to run next."""
-    from cosmic_curriculum.workspace.live import live_run
+    """The live run (if one holds the workspace) added to :func:`status_data`'s facts, or
+    the orphan of a dead run that still holds it (a trainer or evaluation command keeps
+    the lock it inherited); while either runs there is nothing to run next."""
+    from cosmic_curriculum.workspace.live import live_run, orphan
 
     live = live_run(ws, data["in_flight"])
     data["live"] = live
+    data["orphan"] = None if live is not None else orphan(ws, data["in_flight"])
+    ws_flag = "" if ws == Path.cwd().resolve() else f" --workspace {shlex.quote(str(ws))}"
     if live is not None and not data["config_error"]:
-        ws_flag = "" if ws == Path.cwd().resolve() else f" --workspace {shlex.quote(str(ws))}"
         data["next"] = (
             f"nothing while it runs: `cosmic-curriculum status --watch{ws_flag}` follows it, "
             f"`cosmic-curriculum attach{ws_flag}` shows its terminal"
         )
+    elif data["orphan"] is not None:
+        data["next"] = orphan_advice(data["orphan"])
     return data
+
+
+def orphan_advice(found: dict[str, Any]) -> str:
+    """What to do while an orphan of a dead run holds the workspace (`run` would refuse)."""
+    what, experiment, pgid = found["what"], found["experiment"], found["pgid"]
+    if what == "trainer":
+        return (
+            f"nothing while the trainer of {experiment} (process group {pgid}), left by a run "
+            "that died, holds this workspace: wait for it to finish (its result is used when "
+            f"you run again), or stop it with `kill -TERM -{pgid}` and run again to resume "
+            "from its last checkpoint"
+        )
+    if what == "evaluation":
+        return (
+            f"nothing while the evaluation of {experiment}, left by a run that died, holds "
+            "this workspace: wait for it to finish (its record is used when you run again)"
+        )
+    pids = ", ".join(str(p) for p in found.get("pids") or []) or "unknown"
+    return (
+        f"nothing while a process left by a run that died (pid {pids}) holds this "
+        "workspace's lock: wait for it, or stop it, then run again"
+    )

@@ -50,6 +50,55 @@ def lock_holder(workspace: Path) -> dict[str, Any] | None:
     return {"pid": pid, "since": since if isinstance(since, str) else None}
 
 
+PROC_LOCKS = Path("/proc/locks")
+PROC_LOCKS_BYTES = 1 << 20  # one line per lock on the machine: a bound, not a limit
+
+
+def lock_is_held(workspace: Path) -> bool | None:
+    """Does any process hold the workspace's ``flock`` (from ``/proc/locks``, which lists
+    it by device and inode, without taking it)? None when that cannot be told."""
+    try:
+        info = os.stat(Path(workspace) / LOCK_FILE, follow_symlinks=False)
+    except OSError:
+        return False
+    where = f"{os.major(info.st_dev):02x}:{os.minor(info.st_dev):02x}:{info.st_ino}"
+    try:
+        with open(PROC_LOCKS, "rb") as fh:
+            text = fh.read(PROC_LOCKS_BYTES).decode("ascii", "replace")
+    except OSError:
+        return None
+    lines = (line.split() for line in text.splitlines())
+    return any("FLOCK" in fields and where in fields for fields in lines)
+
+
+def orphan(workspace: Path, in_flight: dict[str, Any] | None) -> dict[str, Any] | None:
+    """``{what, experiment, pgid}`` of what holds the workspace after its run died: a
+    recorded trainer group still ours (``what = "trainer"``), the evaluation command of
+    an attempt at ``trained`` or another process (``"evaluation"``, ``"process"``, with
+    ``pids``); None when nothing does (call it only when no live run holds the lock)."""
+    from cosmic_curriculum.system.processes import (
+        processes_with_open_file,
+        recorded_group_is_ours,
+    )
+
+    held = lock_is_held(workspace)
+    if held is False:
+        return None
+    for trainer in (in_flight or {}).get("trainers") or []:
+        if recorded_group_is_ours(trainer["pgid"], trainer["pid"], trainer["start"]):
+            return {"what": "trainer", "experiment": trainer["experiment"], "pgid": trainer["pgid"]}
+    if held is None:
+        return None
+    if in_flight is not None and in_flight.get("phase") == "trained":
+        return {"what": "evaluation", "experiment": in_flight["experiment"], "pgid": None}
+    try:
+        info = os.stat(Path(workspace) / LOCK_FILE, follow_symlinks=False)
+    except OSError:
+        return None
+    pids = [p for p in processes_with_open_file(info.st_dev, info.st_ino) if p != os.getpid()]
+    return {"what": "process", "experiment": None, "pgid": None, "pids": pids}
+
+
 def eta_seconds(progress: dict[str, Any] | None) -> float | None:
     """Seconds left at the last reported rate (None without a rate)."""
     if not progress:

@@ -23,6 +23,7 @@ import contextlib
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import subprocess
@@ -250,6 +251,16 @@ def normalise(value: Any) -> Any:
     return value
 
 
+# A wall-time cell of REPORT.md's table (`42s`, `4m 10s`, `3h 05m`, `2d 03h`).
+WALL_TIME_CELL = re.compile(r"\| (?:\d+d \d{2}h|\d+h \d{2}m|\d+m \d{2}s|\d+s) \|")
+
+
+def without_wall_times(report: str) -> str:
+    """REPORT.md with its wall times blanked: they come from timestamps (a killed run's
+    attempts really take longer), which every comparison here ignores."""
+    return WALL_TIME_CELL.sub("| <wall> |", report)
+
+
 def check_files_parse(ws: Path) -> list[str]:
     problems = []
     for name in ("curriculum_state.json", "eval_history.json"):
@@ -270,6 +281,8 @@ def snapshot(ws: Path) -> dict[str, Any]:
     for path in tree:
         if path.endswith(".json"):
             content[path] = normalise(json.loads(git(ws, "show", f"HEAD:{path}")))
+        elif path == "REPORT.md":
+            content[path] = without_wall_times(git(ws, "show", f"HEAD:{path}"))
         elif path.startswith("logs/") and path.endswith((".log", ".png")):
             # Logs (and the curves plotted from them) differ: timestamps, the progress
             # lines of killed trainings. Presence only.

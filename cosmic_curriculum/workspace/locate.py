@@ -1,0 +1,38 @@
+"""Which workspace a directory lies in: a command run from `logs/` or `bots/` names the
+workspace around it instead of suggesting `init` in the subdirectory.
+
+Read by `status`, so nothing heavy is imported here.
+"""
+
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
+from cosmic_curriculum.workspace.layout import CONFIG_FILE, LOCK_FILE, STATE_FILE
+
+
+def is_workspace(directory: Path) -> bool:
+    """Does ``directory`` hold a curriculum's state, config or lock file?"""
+    return any((directory / name).exists() for name in (STATE_FILE, CONFIG_FILE, LOCK_FILE))
+
+
+def enclosing_workspace(directory: Path) -> Path | None:
+    """The nearest parent of ``directory`` (not itself) that is a workspace, or None."""
+    for parent in Path(directory).resolve().parents:
+        if is_workspace(parent):
+            return parent
+    return None
+
+
+def where_to_run(directory: Path, command: str) -> str:
+    """The fix for a ``directory`` that is no workspace: the workspace around it, if any,
+    else `init` (``command``: e.g. ``cosmic-curriculum status``)."""
+    ws = Path(directory).resolve()
+    around = enclosing_workspace(ws)
+    if around is not None:
+        return (
+            f"it lies inside the workspace {around}: run `{command} --workspace "
+            f"{shlex.quote(str(around))}` (or run it from there)"
+        )
+    return f"create one with `cosmic-curriculum init {shlex.quote(str(ws))}`"

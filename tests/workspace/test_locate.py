@@ -1,0 +1,60 @@
+"""A command that needs a workspace, run from a directory inside one (`logs/`, `bots/`,
+deeper), names the enclosing workspace instead of suggesting `init` there."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from fakes.workspace import cli_env, make_workspace
+
+from cosmic_curriculum.workspace.locate import enclosing_workspace, where_to_run
+
+COMMANDS = ["run", "status", "attach", "report"]
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    ws = make_workspace(tmp_path / "ws", git_repo=False)
+    (ws / "logs" / "report").mkdir(parents=True)
+    return ws
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize("inside", ["logs", "bots", "logs/report"])
+def test_a_command_in_a_subdirectory_names_the_enclosing_workspace(
+    ws: Path, command: str, inside: str
+) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "cosmic_curriculum", command],
+        cwd=ws / inside,
+        env=cli_env(ws),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 2 and len(lines) == 1, result.stderr
+    assert f"--workspace {ws.resolve()}`" in lines[0] and "init" not in lines[0], lines[0]
+    assert f"cosmic-curriculum {command} --workspace" in lines[0]
+    assert not (ws / inside / "curriculum_state.json").exists()  # nothing started there
+
+
+def test_outside_any_workspace_init_is_suggested(tmp_path: Path) -> None:
+    lone = tmp_path / "lone" / "deeper"
+    lone.mkdir(parents=True)
+    assert enclosing_workspace(lone) is None
+    assert where_to_run(lone, "cosmic-curriculum status").startswith(
+        "create one with `cosmic-curriculum init "
+    )
+
+
+@pytest.mark.parametrize(
+    "marker", ["curriculum_state.json", "stages.toml", ".cosmic-curriculum.lock"]
+)
+def test_any_workspace_file_marks_the_enclosing_workspace(tmp_path: Path, marker: str) -> None:
+    (tmp_path / "ws" / "a" / "b").mkdir(parents=True)
+    (tmp_path / "ws" / marker).write_text("")
+    assert enclosing_workspace(tmp_path / "ws" / "a" / "b") == (tmp_path / "ws").resolve()
