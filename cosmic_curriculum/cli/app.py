@@ -109,14 +109,6 @@ def workspace_lock(directory: Path, wait: float = LOCK_WAIT_SECONDS) -> Iterator
         lock.release()
 
 
-def enclosing_workspace(directory: Path) -> Path | None:
-    """The workspace ``directory`` lies in: itself or the nearest parent holding a
-    curriculum state or a workspace lock file; None outside any workspace."""
-    from cosmic_curriculum.workspace.outputs import workspace_of
-
-    return workspace_of(directory)
-
-
 gate_app = typer.Typer(
     help="The regression gate: simulate its error rates and episode counts.",
     no_args_is_help=True,

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from cosmic_curriculum.cli.app import app, enclosing_workspace, guarded, workspace_lock
+from cosmic_curriculum.cli.app import app, guarded, workspace_lock
 from cosmic_curriculum.defaults import (
     BOT_TIMEOUT_SECONDS,
     ENV_EVAL_DETERMINISTIC,
@@ -19,6 +19,7 @@ from cosmic_curriculum.defaults import (
     SPRT_BATCH_PAIRS,
     SPRT_MAX_EPISODES,
 )
+from cosmic_curriculum.workspace.locate import workspace_of
 
 LOCK_WAIT_HELP = (
     "Seconds to wait for another process holding the workspace (a `run`, another "
@@ -267,7 +268,7 @@ def ladder_command(
                 check_output(out_dir / name, "--out-dir")
         env_ladder = has_env_bots(bots_dir)
         players = [] if env_ladder else [as_source(b, bot_timeout) for b in bot or []]
-        workspace = enclosing_workspace(out_dir)
+        workspace = workspace_of(out_dir)
         with workspace_lock(workspace, lock_wait) if workspace else contextlib.nullcontext():
             if env_ladder:
                 doc = _env_ladder(bots_dir, pairs, out_dir, seed, game_from, bot or [])

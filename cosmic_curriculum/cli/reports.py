@@ -12,10 +12,10 @@ from cosmic_curriculum.cli.app import (
     LOCK_WAIT_SECONDS,
     OneLineUsageCommand,
     app,
-    enclosing_workspace,
     guarded,
     workspace_lock,
 )
+from cosmic_curriculum.workspace.locate import workspace_of
 
 LOCK_WAIT_HELP = (
     "Seconds to wait for another process holding the workspace the page is written to "
@@ -54,7 +54,7 @@ def report_command(
 
         target = out or Layout(workspace.resolve()).report_html
         check_output(target, "--out")
-        holder = enclosing_workspace(target.parent)
+        holder = workspace_of(target.parent)
         with workspace_lock(holder, lock_wait) if holder else contextlib.nullcontext():
             write_output(target, html_report(workspace, config), "--out")
         sys.stdout.write(f"report: {without_surrogates(str(target))}\n")

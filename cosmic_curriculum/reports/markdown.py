@@ -100,8 +100,7 @@ def blocks(layout: Layout, data: Summary) -> list[Block]:
         )
     out.append(Block("p", legend))
     ladder_rows = [
-        [md_text.code(r.bot), md_text.text(r.stage), _ladder_elo(r), _err(r)]
-        for r in data.ladder
+        [md_text.code(r.bot), md_text.text(r.stage), _ladder_elo(r), _err(r)] for r in data.ladder
     ]
     out += [Block("h2", "Elo ladder of the passing bots")]
     out.append(Block("table", rows=[["bot", "stage", "Elo", "± 95%"], *ladder_rows]))

@@ -6,6 +6,7 @@ Read by `status`, so nothing heavy is imported here.
 
 from __future__ import annotations
 
+import os
 import shlex
 from pathlib import Path
 
@@ -17,12 +18,21 @@ def is_workspace(directory: Path) -> bool:
     return any((directory / name).exists() for name in (STATE_FILE, CONFIG_FILE, LOCK_FILE))
 
 
+def workspace_of(directory: Path, follow_links: bool = True) -> Path | None:
+    """The workspace ``directory`` lies in (its real path): itself or the nearest parent
+    that is one; None outside any workspace. ``follow_links=False`` walks up the path as
+    named, so a symlinked ``logs/`` still lies in the workspace that names it."""
+    start = Path(directory).resolve() if follow_links else Path(os.path.abspath(directory))
+    for candidate in (start, *start.parents):
+        if is_workspace(candidate):
+            return candidate.resolve()
+    return None
+
+
 def enclosing_workspace(directory: Path) -> Path | None:
     """The nearest parent of ``directory`` (not itself) that is a workspace, or None."""
-    for parent in Path(directory).resolve().parents:
-        if is_workspace(parent):
-            return parent
-    return None
+    ws = Path(directory).resolve()
+    return None if ws.parent == ws else workspace_of(ws.parent)
 
 
 def where_to_run(directory: Path, command: str) -> str:

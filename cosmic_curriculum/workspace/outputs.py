@@ -15,19 +15,7 @@ from pathlib import Path
 
 from cosmic_curriculum.errors import StateError
 from cosmic_curriculum.system import fsio, output_files
-from cosmic_curriculum.workspace.layout import LOCK_FILE, STATE_FILE
-
-
-def workspace_of(directory: Path, follow_links: bool = True) -> Path | None:
-    """The workspace ``directory`` lies in (its real path): itself or the nearest parent
-    holding a curriculum state or a workspace lock file; None outside any workspace.
-    ``follow_links=False`` walks up the path as named, so a symlinked ``logs/`` still lies
-    in the workspace that names it."""
-    start = Path(directory).resolve() if follow_links else Path(os.path.abspath(directory))
-    for candidate in (start, *start.parents):
-        if (candidate / STATE_FILE).is_file() or (candidate / LOCK_FILE).exists():
-            return candidate.resolve()
-    return None
+from cosmic_curriculum.workspace.locate import workspace_of
 
 
 def _named_place(directory: Path) -> Path | None:
