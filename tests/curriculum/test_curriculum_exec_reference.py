@@ -156,8 +156,9 @@ def test_a_reference_fixed_in_stages_toml_reaches_the_attempt_in_flight(
     """The reference's argv breaks at evaluation; the user fixes it in stages.toml. The
     attempt (trained, not evaluated) now plays the fixed program (it used to play the
     recorded broken argv on every rerun), and the state says which it started with."""
-    from cosmic_curriculum.errors import CurriculumError
     from fakes.workspace import warnings_reporter
+
+    from cosmic_curriculum.errors import CurriculumError
 
     ws = exec_workspace(tmp_path, "exit")
     for key, value in fake_env(ws).items():
