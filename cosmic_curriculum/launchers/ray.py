@@ -41,6 +41,10 @@ from cosmic_curriculum.workspace.config_checks import dashboard_address_problem
 
 PROBE_SECONDS = 120.0
 TERMINAL = ("SUCCEEDED", "FAILED", "STOPPED")
+# A call whose connection is refused or dropped is tried this often, RETRY_SECONDS x 2^n
+# apart (0.5, 1, 2 s): a dashboard under load drops connections for a moment.
+CALL_ATTEMPTS = 4
+RETRY_SECONDS = 0.5
 LOG_POLL_SECONDS = 1.0  # the Jobs API returns the whole log: fetch it at most this often
 HEADER_RE = re.compile(r"^# \d{4}-\d\d-\d\dT.*\n", re.MULTILINE)
 
@@ -193,13 +197,18 @@ class RayLauncher:
 
     def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
         client = self._connect()
-        try:
-            with _quiet_ray():
-                return getattr(client, method)(*args, **kwargs)
-        except LaunchError:
-            raise
-        except Exception as exc:  # connection refused, HTTP errors: Ray's own types
-            raise LaunchError(f"Ray at {self.address}: {self._fault(exc)}") from None
+        for attempt in range(1, CALL_ATTEMPTS + 1):
+            try:
+                with _quiet_ray():
+                    return getattr(client, method)(*args, **kwargs)
+            except Exception as exc:  # connection refused, HTTP errors: Ray's own types
+                if attempt < CALL_ATTEMPTS and _dropped(exc):
+                    time.sleep(RETRY_SECONDS * 2 ** (attempt - 1))
+                    continue
+                if method == "submit_job" and attempt > 1 and "already exists" in str(exc):
+                    return kwargs.get("submission_id")  # the dropped try had submitted it
+                raise LaunchError(f"Ray at {self.address}: {self._fault(exc)}") from None
+        raise AssertionError("unreachable")  # the last attempt returns or raises
 
     def _connect(self) -> Any:
         if self._client is None:
@@ -213,14 +222,20 @@ class RayLauncher:
                 raise LaunchError(
                     "[launcher] kind = \"ray\" needs Ray: pip install 'cosmic-curriculum[ray]'"
                 ) from None
-            try:
-                with _quiet_ray():
-                    self._client = client_class(self.address, self.config.request_timeout)
-            except Exception as exc:
-                raise LaunchError(
-                    f"cannot reach the Ray cluster at {self.address}: {self._fault(exc)}; "
-                    "start one with `ray start --head`, or set [launcher] address or RAY_ADDRESS"
-                ) from None
+            for attempt in range(1, CALL_ATTEMPTS + 1):
+                try:
+                    with _quiet_ray():
+                        self._client = client_class(self.address, self.config.request_timeout)
+                    break
+                except Exception as exc:
+                    if attempt < CALL_ATTEMPTS and _dropped(exc):
+                        time.sleep(RETRY_SECONDS * 2 ** (attempt - 1))
+                        continue
+                    raise LaunchError(
+                        f"cannot reach the Ray cluster at {self.address}: {self._fault(exc)}; "
+                        "start one with `ray start --head`, or set [launcher] address or "
+                        "RAY_ADDRESS"
+                    ) from None
         return self._client
 
     def _fault(self, exc: BaseException) -> str:
@@ -236,6 +251,16 @@ class RayLauncher:
             return "the answer is not a Ray dashboard's (Jobs API); check the address and port"
         text = str(exc).strip()
         return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _dropped(exc: BaseException) -> bool:
+    """A connection refused or dropped (a dashboard restarting or loaded): worth asking
+    again. A timeout is not (a silent server stays silent: request_timeout bounds it)."""
+    import requests
+
+    if isinstance(exc, requests.exceptions.Timeout):
+        return False
+    return isinstance(exc, ConnectionError | requests.exceptions.ConnectionError)
 
 
 def _timed_client_class() -> type:

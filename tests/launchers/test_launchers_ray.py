@@ -27,7 +27,14 @@ from fakes.workspace import (
     run_cli,
     trainer_runs,
 )
-from raycluster import can_hide, free_port, local_ray_cluster, ray_workspace, submission_ids
+from raycluster import (
+    can_hide,
+    free_port,
+    list_jobs,
+    local_ray_cluster,
+    ray_workspace,
+    submission_ids,
+)
 
 if TYPE_CHECKING:
     from ray.job_submission import JobDetails
@@ -50,9 +57,7 @@ def ray_address(ray_cluster: tuple[str, Path | None]) -> str:
 
 
 def jobs(address: str) -> list[JobDetails]:
-    from ray.job_submission import JobSubmissionClient
-
-    return [j for j in JobSubmissionClient(address).list_jobs() if j.submission_id]
+    return [j for j in list_jobs(address) if j.submission_id]
 
 
 def comparable(state: dict) -> list[tuple[object, ...]]:
@@ -102,12 +107,9 @@ def test_sigint_stops_the_job_and_the_run_resumes(tmp_path: Path, ray_address: s
     assert run.wait(timeout=90) == 130
     flight = read_state(ws)["in_flight"]
     assert flight["interrupted"] is True
-    from ray.job_submission import JobSubmissionClient
-
-    client = JobSubmissionClient(ray_address)
     mine = [  # this test's training jobs (not its workspace probe, not other tests' jobs)
         j
-        for j in client.list_jobs()
+        for j in list_jobs(ray_address)
         if str(j.submission_id).startswith("cosmic-curric-") and str(ws) in str(j.entrypoint)
     ]
     assert mine and {str(getattr(j.status, "value", j.status)) for j in mine} == {"STOPPED"}
