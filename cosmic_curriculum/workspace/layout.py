@@ -79,6 +79,19 @@ def max_name_part(fixed: int) -> int:
     return NAME_MAX - TEMP_NAME_OVERHEAD - max(len(s) for s in EXPERIMENT_SUFFIXES) - fixed
 
 
+def check_experiment_fits(value: str) -> str:
+    """``value`` if every file named after it fits NAME_MAX; ValueError otherwise. For an
+    experiment named on a trainer's command line (the config checks a stage's names)."""
+    if not name_fits(longest_derived_name(value)):
+        limit = max_name_part(0)
+        raise ValueError(
+            f"experiment name {value[:24]!r}... is {len(value)} characters: the files named "
+            f"after it would exceed the file system's limit of {NAME_MAX} bytes a name; "
+            f"shorten it to at most {limit} characters"
+        )
+    return value
+
+
 def check_experiment(value: str) -> str:
     """``value`` if it is a plain file name; ValueError otherwise (it names the rule).
     Its length is the config's to check (`config_checks`): a state is never refused."""
