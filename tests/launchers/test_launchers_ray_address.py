@@ -106,7 +106,8 @@ def flaky_dashboard() -> Iterator[tuple[str, list[str]]]:
                     status, body = "404 Not Found", b"Job cosmic-x does not exist"
                 conn.sendall(
                     f"HTTP/1.1 {status}\r\nContent-Length: {len(body)}\r\n"
-                    "Connection: close\r\n\r\n".encode() + body
+                    "Connection: close\r\n\r\n".encode()
+                    + body
                 )
 
     thread = threading.Thread(target=loop, daemon=True)

@@ -69,7 +69,7 @@ def test_an_experiment_name_whose_files_would_not_fit_is_one_line(tmp_path: Path
 
     with pytest.raises(ConfigError, match="exceed the file system's limit of 255 bytes"):
         tiny(tmp_path, name="a" * 230)
-    with pytest.raises(ConfigError, match="EXPERIMENT: .*at most 218 characters"):
+    with pytest.raises(ConfigError, match=r"EXPERIMENT: .*at most 218 characters"):
         parse_settings(
             "a" * 230, timesteps=1, env="{}", resume=None, seed=0, algo="PPO",
             hyperparams=None, workspace=tmp_path,
