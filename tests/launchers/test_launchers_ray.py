@@ -222,7 +222,8 @@ def test_kill_9_during_a_remote_evaluation_then_resume_follows_the_same_job(
     tmp_path: Path, ray_address: str
 ) -> None:
     ws = ray_workspace(tmp_path / "ws", ray_address)
-    remote_evaluation(ws, sleep=8)
+    gate = tmp_path / "evaluation-may-end"  # the job evaluates until the test makes it
+    remote_evaluation(ws, until=str(gate))
     run = subprocess.Popen(run_argv(ws), env=cli_env(ws), start_new_session=True)
     deadline = time.monotonic() + 120
     while not any(
@@ -233,13 +234,21 @@ def test_kill_9_during_a_remote_evaluation_then_resume_follows_the_same_job(
     ):
         assert time.monotonic() < deadline and run.poll() is None
         time.sleep(0.2)
-    # the job runs its 8 s: the resume below starts well within them
     os.killpg(run.pid, signal.SIGKILL)  # the run dies; its evaluation job lives on
     run.wait()
     assert evaluations(ws) == []  # still evaluating
-    result = run_cli(ws)
-    assert result.returncode == 0, result.stderr
-    assert "curric-s1-score: following its evaluation job" in result.stdout
+    # The resume must find the job still running however loaded the machine is: the
+    # evaluation ends only once the resumed run says it follows it.
+    out = tmp_path / "resume.out"
+    with open(out, "w") as fh:
+        resume = subprocess.Popen(run_argv(ws), env=cli_env(ws), stdout=fh, text=True)
+    following = "curric-s1-score: following its evaluation job"
+    deadline = time.monotonic() + 120
+    while following not in out.read_text():
+        assert time.monotonic() < deadline and resume.poll() is None, out.read_text()
+        time.sleep(0.2)
+    gate.touch()
+    assert resume.wait(timeout=180) == 0, out.read_text()
     assert evaluations(ws) == ["curric-s1-score", "curric-s2-defend"]  # never twice
     ids = [
         str(j.submission_id)
