@@ -11,9 +11,9 @@ threshold gate reads; ``"drop": [keys]`` leaves those keys out); ``"<stem>#<n>"`
 the outcome of that candidate's n-th evaluation (from 1) and comes first. ``"sleep"``
 (seconds) delays the evaluation; ``"until"`` (a path) holds it until that file exists (at
 most 300 s), so a test decides when it ends. ``{"stream": [episode lines],
-"stop_after": n}`` streams the episodes to ``COSMIC_CURRICULUM_EVAL_STREAM`` and stops at the stop file. Each run
-appends ``{candidate, reference, argv, deterministic}`` (the last from
-``COSMIC_CURRICULUM_EVAL_DETERMINISTIC``) to ``fake_evals.jsonl``.
+"stop_after": n}`` streams the episodes to ``COSMIC_CURRICULUM_EVAL_STREAM`` and stops
+at the stop file. Each run appends ``{candidate, reference, argv, deterministic}`` (the
+last from ``COSMIC_CURRICULUM_EVAL_DETERMINISTIC``) to ``fake_evals.jsonl``.
 """
 
 from __future__ import annotations
