@@ -17,6 +17,7 @@ localhost or behind an SSH tunnel or Ray's token authentication (docs/SCALING.md
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import re
@@ -247,7 +248,7 @@ class RayLauncher:
                 f"no answer within {self.config.request_timeout:g} s ([launcher] "
                 "request_timeout); is it the dashboard's address (port 8265 by default)?"
             )
-        if isinstance(exc, ValueError | KeyError | TypeError):  # not JSON, not Ray's JSON
+        if isinstance(exc, json.JSONDecodeError | KeyError):  # not JSON, or not Ray's
             return "the answer is not a Ray dashboard's (Jobs API); check the address and port"
         text = str(exc).strip()
         return text.splitlines()[0] if text else type(exc).__name__

@@ -164,6 +164,8 @@ def test_a_server_that_is_not_a_ray_dashboard_is_one_line(
         _launcher(address).check(tmp_path)
     msg = str(info.value)
     assert "\n" not in msg and address in msg and "Traceback" not in msg
+    if server == "garbage_server":
+        assert "the answer is not a Ray dashboard's" in msg
 
 
 @pytest.mark.timeout(30)
