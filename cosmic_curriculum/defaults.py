@@ -40,6 +40,10 @@ RAY_NUM_GPUS: Final = 0.0
 RAY_NUM_CPUS: Final = 1.0
 # [launcher] address without one and without RAY_ADDRESS: `ray start --head` here.
 RAY_DASHBOARD_ADDRESS: Final = "http://127.0.0.1:8265"
+# Each call to the cluster's Jobs API ([launcher] request_timeout): connect, and each wait
+# for the answer's bytes.
+RAY_REQUEST_TIMEOUT_SECONDS: Final = 30.0
+RAY_REQUEST_TIMEOUT_MAX: Final = 3600.0  # a call that needs longer is not coming back
 # The preset `init` copies (`init --bare` copies BARE_PRESET).
 PRESET: Final = "default"
 BARE_PRESET: Final = "bare"

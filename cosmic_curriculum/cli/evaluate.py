@@ -115,7 +115,7 @@ def evaluate_command(
             if batch_pairs is not None and batch_pairs < 1:
                 raise ConfigError(f"--batch-pairs {batch_pairs}: must be >= 1")
             extra = {} if batch_pairs is None else {"batch_pairs": batch_pairs}
-            settings = GateSettings(rule=rule, **extra)
+            settings = GateSettings.model_validate({"rule": rule, **extra})
         history_file = history_target(history_path)
         # A transient bar on stderr, only on a terminal (logs get the summary alone).
         err = Console(stderr=True)

@@ -152,7 +152,7 @@ def gate_simulate_command(
         for r in rule:
             gate_rule_option(r, "--rule", ("margin", "sprt", "threshold"))
             try:
-                settings = GateSettings(rule=r, **fields)
+                settings = GateSettings.model_validate({"rule": r, **fields})
             except ValidationError as exc:
                 raise ConfigError(describe_validation(exc, option_name, first_only=True)) from None
             # Simulate only what the evaluator can run: it refuses odd counts (pairs).

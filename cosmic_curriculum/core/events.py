@@ -179,6 +179,17 @@ class ConfigRecorded:
 
 
 @dataclass(frozen=True)
+class ReferenceChanged:
+    """The stage's ``reference_bot`` changed since the attempt in flight started and it
+    may follow (``rules.reference_change``): its evaluation plays ``reference`` (a label),
+    the attempt keeps the one it started with as ``reference_was``; ``replay``: its
+    candidates' evaluations (against the old one) are played again."""
+
+    reference: str
+    replay: bool = False
+
+
+@dataclass(frozen=True)
 class PushTried:
     ok: bool
 
@@ -219,6 +230,7 @@ Event = (
     | ForceRetry
     | SkipStage
     | ConfigRecorded
+    | ReferenceChanged
     | PushTried
     | NotificationQueued
     | NotificationSent

@@ -25,6 +25,7 @@ from cosmic_curriculum.core.events import (
     NotificationQueued,
     NotificationSent,
     PushTried,
+    ReferenceChanged,
     Resumed,
     SkipStage,
     Trained,
@@ -70,6 +71,7 @@ EDGES: dict[type[Any], tuple[tuple[str, ...], Phase | None]] = {
     ForceRetry: (ANY, None),
     SkipStage: (ANY, None),
     ConfigRecorded: (ANY, None),
+    ReferenceChanged: (("training", "trained"), None),
     PushTried: (ANY, None),
     NotificationQueued: (ANY, None),
     NotificationSent: (ANY, None),
@@ -97,6 +99,7 @@ IN_PROGRESS_ONLY: frozenset[type[Any]] = frozenset(
         EvaluationFailed,
         Evaluated,
         Decide,
+        ReferenceChanged,
     }
 )
 

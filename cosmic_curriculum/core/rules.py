@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from cosmic_curriculum.workspace.config import CurriculumConfig, NotifyEvent
 from cosmic_curriculum.workspace.layout import experiment_name
-from cosmic_curriculum.workspace.state import Attempt, CurriculumState
+from cosmic_curriculum.workspace.state import Attempt, Candidate, CurriculumState
 
 SELECTION_KEY = "selection"  # in a record: "candidate" (ranks) or "fresh" (decides)
 CANDIDATE_KEY = "candidate_k"  # in a record: which candidate it evaluated
@@ -164,3 +164,20 @@ def decision_news(state: CurriculumState) -> NotifyEvent:
     if state.status == "done":
         return "done"
     return "passed" if state.log[-1].decision == "pass" else "failed"
+
+
+def reference_change(flight: Attempt, accepted: bool) -> Literal["apply", "replay", "keep"]:
+    """What becomes of the attempt in flight when its stage's reference changed since it
+    started: ``apply`` (nothing of it was evaluated: it plays the reference configured
+    now), ``replay`` (``--accept-config-change`` given, candidates already evaluated but
+    none chosen and judged: they are evaluated again against the new one, their records
+    stay in the history), or ``keep`` (it was evaluated, or an evaluation is under way
+    whose record against the old one may still come and be adopted)."""
+    if flight.phase not in ("training", "trained"):
+        return "keep"
+    holders: list[Attempt | Candidate] = [flight, *(flight.candidates or [])]
+    if any(h.history_before is not None or h.eval_launched_at is not None for h in holders):
+        return "keep"
+    if all(h.eval_id is None for h in holders):
+        return "apply"
+    return "replay" if accepted and flight.eval_id is None else "keep"

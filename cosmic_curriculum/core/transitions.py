@@ -53,6 +53,7 @@ from cosmic_curriculum.core.events import (
     NotificationQueued,
     NotificationSent,
     PushTried,
+    ReferenceChanged,
     Resumed,
     SkipStage,
     Trained,
@@ -294,6 +295,26 @@ def _config_recorded(state: CurriculumState, config: CurriculumConfig, e: Config
     state.stage_definitions = e.stage_definitions
 
 
+def _reference_changed(
+    state: CurriculumState, config: CurriculumConfig, e: ReferenceChanged
+) -> None:
+    flight = flight_of(state)
+    if flight.reference_was is None:
+        flight.reference_was = flight.reference  # the one it started with, on record
+    flight.reference = e.reference
+    if e.replay:
+        if flight.eval_id is not None:
+            raise InvalidTransition("ReferenceChanged cannot replay a judged evaluation")
+        if flight.chosen is not None:  # chosen on scores against the old reference
+            flight.chosen = None
+            flight.experiment = experiment_name(
+                flight.stage_index, config.stages[flight.stage_index].name, flight.attempt
+            )
+        for c in flight.candidates or []:
+            if c.phase == "evaluated":
+                c.phase, c.eval_id, c.score = "trained", None, None
+
+
 def _push_tried(state: CurriculumState, config: CurriculumConfig, e: PushTried) -> None:
     state.push_pending = not e.ok
 
@@ -338,6 +359,7 @@ _RULES: dict[type[Any], Callable[[CurriculumState, CurriculumConfig, Any], None]
     ForceRetry: _force_retry,
     SkipStage: _skip_stage,
     ConfigRecorded: _config_recorded,
+    ReferenceChanged: _reference_changed,
     PushTried: _push_tried,
     NotificationQueued: _notification_queued,
     NotificationSent: _notification_sent,

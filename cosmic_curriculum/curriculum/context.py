@@ -161,4 +161,4 @@ def make_launcher(config: LauncherConfig, workspace: Path) -> Launcher:
         from cosmic_curriculum.launchers.ray import RayLauncher
 
         return RayLauncher(config)
-    return LocalLauncher()
+    return LocalLauncher(config.env)

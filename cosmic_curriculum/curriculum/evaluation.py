@@ -338,7 +338,9 @@ def _external_evaluation(
         # dies, a second run is refused until the orphaned evaluator has appended its
         # record (which is then adopted), instead of evaluating the same bot twice at once.
         # A remote one is a Ray Job, found again by its id, like a training.
-        launcher = run.launcher if remote else LocalLauncher()
+        # [launcher.env] is for what the configured launcher runs: here too when local.
+        local_env = run.config.launcher.env if run.config.launcher.kind == "local" else {}
+        launcher = run.launcher if remote else LocalLauncher(local_env)
         spec = logged_spec(
             run,
             experiment,

@@ -22,6 +22,7 @@ from cosmic_curriculum.curriculum.persist import blocked_message, commit, persis
 from cosmic_curriculum.curriculum.resume import (
     BuiltinBot,
     check_exec_reference,
+    follow_reference_change,
     reference_for,
     seed_source,
     stopped_by_interrupt,
@@ -62,6 +63,7 @@ def start(run: Run) -> None:
     check_stage_range(run.state, len(run.config.stages), run.paths.state)
     history.load(run.paths.history)  # refuse a corrupt history before training
     _check_config_change(run)
+    follow_reference_change(run)
     if next_step(run.state) == "commit":
         # A run killed between deciding and committing: finish that first (review of a
         # block, curves, commit). The overrides and the blocked check below would

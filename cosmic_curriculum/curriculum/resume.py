@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeAlias
 
-from cosmic_curriculum.core.rules import resume_choice
+from cosmic_curriculum.core import transitions as t
+from cosmic_curriculum.core.rules import reference_change, resume_choice
 from cosmic_curriculum.curriculum.context import Run
 from cosmic_curriculum.errors import BotError, ConfigError, DamagedFileError
 from cosmic_curriculum.launchers import Handle
@@ -124,6 +125,37 @@ def recorded_reference(run: Run, flight: Attempt) -> Reference:
     if str(configured) == label:
         return configured
     return parse_exec(label, cwd=run.ws)
+
+
+def follow_reference_change(run: Run) -> None:
+    """The attempt in flight after stages.toml changed its stage's reference: it plays the
+    one configured now when nothing of it was evaluated (or, with --accept-config-change,
+    its candidates are evaluated again), else it keeps the one it was evaluated against;
+    said either way, and recorded in the state (``reference``, ``reference_was``)."""
+    flight = run.state.in_flight
+    if run.state.status != "in_progress" or flight is None or flight.reference is None:
+        return
+    if flight.phase not in ("training", "trained"):
+        return  # its record decides; the new reference is for the next attempt
+    now, was = reference_label(run, reference_for(run, flight.stage_index)), flight.reference
+    if now == was:
+        return
+    what = f"{flight.experiment}: reference_bot of stage {flight.stage_index + 1} changed"
+    change = reference_change(flight, run.opts.accept_config_change)
+    if change == "keep":
+        run.reporter.warning(
+            f"{what} ({was} -> {now}), but this attempt was evaluated against "
+            "the old one (or its evaluation is under way): it keeps it; re-run with "
+            "--accept-config-change to evaluate its candidates again, or the new one "
+            "applies from the next attempt"
+        )
+        return
+    run.record(t.ReferenceChanged(now, replay=change == "replay"))
+    again = "; its candidates are evaluated again" if change == "replay" else ""
+    run.reporter.warning(
+        f"{what} since the attempt started ({was} -> {now}): its evaluation "
+        f"plays the one configured now{again}"
+    )
 
 
 def check_exec_reference(run: Run, spec: ExecSpec, stage_index: int) -> None:

@@ -52,7 +52,11 @@ def trainer_environment(extra: Mapping[str, str] | None = None) -> dict[str, str
 
 
 class LocalLauncher:
-    """Run trainings as local subprocesses (argv list, new session, log file)."""
+    """Run trainings as local subprocesses (argv list, new session, log file); ``env``
+    (`[launcher.env]`) is added to each one's environment, as the Ray launcher does."""
+
+    def __init__(self, env: Mapping[str, str] | None = None) -> None:
+        self.env = dict(env or {})
 
     def check(self, workspace: Path) -> None:
         pass  # the workspace is here
@@ -67,12 +71,17 @@ class LocalLauncher:
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                env=trainer_environment({**spec.env, TAG_ENV: spec.tag} if spec.tag else spec.env),
+                env=trainer_environment(self._environment(spec)),
                 start_new_session=True,
                 pass_fds=spec.pass_fds,
                 close_fds=True,
             )
         return LocalProcess(popen, tailer, spec.tag)
+
+    def _environment(self, spec: LaunchSpec) -> dict[str, str]:
+        # The config's names never clash with the curriculum's own (config_checks).
+        env = {**spec.env, **self.env}
+        return {**env, TAG_ENV: spec.tag} if spec.tag else env
 
     def stream(self, handle: Handle) -> list[str]:
         return _own(handle).tailer.read_lines()

@@ -16,12 +16,16 @@ localhost or behind an SSH tunnel or Ray's token authentication (docs/SCALING.md
 
 from __future__ import annotations
 
+import contextlib
+import json
+import logging
 import os
 import re
 import secrets
 import shlex
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -34,9 +38,14 @@ from cosmic_curriculum.launchers import (
     TrainerRecord,
 )
 from cosmic_curriculum.workspace.config import LauncherConfig
+from cosmic_curriculum.workspace.config_checks import dashboard_address_problem
 
 PROBE_SECONDS = 120.0
 TERMINAL = ("SUCCEEDED", "FAILED", "STOPPED")
+# A call whose connection is refused or dropped is tried this often, RETRY_SECONDS x 2^n
+# apart (0.5, 1, 2 s): a dashboard under load drops connections for a moment.
+CALL_ATTEMPTS = 4
+RETRY_SECONDS = 0.5
 LOG_POLL_SECONDS = 1.0  # the Jobs API returns the whole log: fetch it at most this often
 HEADER_RE = re.compile(r"^# \d{4}-\d\d-\d\dT.*\n", re.MULTILINE)
 
@@ -188,30 +197,117 @@ class RayLauncher:
     # -- plumbing ---------------------------------------------------------------------
 
     def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return getattr(self._connect(), method)(*args, **kwargs)
-        except LaunchError:
-            raise
-        except Exception as exc:  # connection refused, HTTP errors: Ray's own types
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise LaunchError(f"Ray at {self.address}: {first}") from None
+        client = self._connect()
+        for attempt in range(1, CALL_ATTEMPTS + 1):
+            try:
+                with _quiet_ray():
+                    return getattr(client, method)(*args, **kwargs)
+            except Exception as exc:  # connection refused, HTTP errors: Ray's own types
+                if attempt < CALL_ATTEMPTS and _dropped(exc):
+                    time.sleep(RETRY_SECONDS * 2 ** (attempt - 1))
+                    continue
+                if method == "submit_job" and attempt > 1 and "already exists" in str(exc):
+                    return kwargs.get("submission_id")  # the dropped try had submitted it
+                raise LaunchError(f"Ray at {self.address}: {self._fault(exc)}") from None
+        raise AssertionError("unreachable")  # the last attempt returns or raises
 
     def _connect(self) -> Any:
         if self._client is None:
+            problem = dashboard_address_problem(self.address)
+            if problem:
+                source = "[launcher] address" if self.config.address else "RAY_ADDRESS"
+                raise LaunchError(f"{source} {self.address!r}: {problem}")
             try:
-                from ray.job_submission import JobSubmissionClient
+                client_class = _timed_client_class()
             except ImportError:
                 raise LaunchError(
                     "[launcher] kind = \"ray\" needs Ray: pip install 'cosmic-curriculum[ray]'"
                 ) from None
-            try:
-                self._client = JobSubmissionClient(self.address)
-            except Exception as exc:
-                raise LaunchError(
-                    f"cannot reach the Ray cluster at {self.address} ({exc}); start one with "
-                    "`ray start --head`, or set [launcher] address or RAY_ADDRESS"
-                ) from None
+            for attempt in range(1, CALL_ATTEMPTS + 1):
+                try:
+                    with _quiet_ray():
+                        self._client = client_class(self.address, self.config.request_timeout)
+                    break
+                except Exception as exc:
+                    if attempt < CALL_ATTEMPTS and _dropped(exc):
+                        time.sleep(RETRY_SECONDS * 2 ** (attempt - 1))
+                        continue
+                    raise LaunchError(
+                        f"cannot reach the Ray cluster at {self.address}: {self._fault(exc)}; "
+                        "start one with `ray start --head`, or set [launcher] address or "
+                        "RAY_ADDRESS"
+                    ) from None
         return self._client
+
+    def _fault(self, exc: BaseException) -> str:
+        """One line for what went wrong talking to the dashboard."""
+        import requests
+
+        if isinstance(exc, requests.exceptions.Timeout):
+            return (
+                f"no answer within {self.config.request_timeout:g} s ([launcher] "
+                "request_timeout); is it the dashboard's address (port 8265 by default)?"
+            )
+        if isinstance(exc, json.JSONDecodeError | KeyError):  # not JSON, or not Ray's
+            return "the answer is not a Ray dashboard's (Jobs API); check the address and port"
+        text = str(exc).strip()
+        return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _dropped(exc: BaseException) -> bool:
+    """A connection refused or dropped (a dashboard restarting or loaded): worth asking
+    again. A timeout is not (a silent server stays silent: request_timeout bounds it)."""
+    import requests
+
+    if isinstance(exc, requests.exceptions.Timeout):
+        return False
+    return isinstance(exc, ConnectionError | requests.exceptions.ConnectionError)
+
+
+def _timed_client_class() -> type:
+    """Ray's JobSubmissionClient whose every HTTP request has a timeout (Ray's has none:
+    a server that accepts and never answers would hang the run) and that talks to the
+    address it is given (Ray's prefers RAY_ADDRESS / RAY_API_SERVER_ADDRESS over it)."""
+    from ray.job_submission import JobSubmissionClient
+
+    class TimedClient(JobSubmissionClient):
+        def __init__(self, address: str, timeout: float) -> None:
+            self._cosmic_timeout = timeout
+            with _without_env(*ADDRESS_VARIABLES):
+                super().__init__(address)
+
+        def _do_request(self, method: str, endpoint: str, **kwargs: Any) -> Any:
+            kwargs.setdefault("timeout", self._cosmic_timeout)
+            return super()._do_request(method, endpoint, **kwargs)
+
+    return TimedClient
+
+
+# What Ray's client reads instead of the address it is given.
+ADDRESS_VARIABLES = ("RAY_ADDRESS", "RAY_API_SERVER_ADDRESS")
+
+
+@contextlib.contextmanager
+def _without_env(*names: str) -> Iterator[None]:
+    saved = {n: os.environ.pop(n) for n in names if n in os.environ}
+    try:
+        yield
+    finally:
+        os.environ.update(saved)
+
+
+@contextlib.contextmanager
+def _quiet_ray() -> Iterator[None]:
+    """Ray's own INFO/WARNING lines stay out of the run's output (errors are ours)."""
+    loggers = [logging.getLogger(n) for n in ("ray", "ray.dashboard")]
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        for lg, level in zip(loggers, levels, strict=True):
+            lg.setLevel(level)
 
 
 def _copied_since_launch(log_path: Path) -> int:

@@ -50,7 +50,7 @@ from cosmic_curriculum.train.env_model import (
 )
 from cosmic_curriculum.train.stopping import StopFlag, signals_handled
 from cosmic_curriculum.workspace.env_config import EnvSpec, check_env
-from cosmic_curriculum.workspace.layout import Layout, check_experiment
+from cosmic_curriculum.workspace.layout import Layout, check_experiment, check_experiment_fits
 from cosmic_curriculum.workspace.trainer_config import canonical_algo
 from cosmic_curriculum.workspace.zoo_values import check_hyperparams, normalize_table
 
@@ -100,7 +100,7 @@ def parse_settings(
 ) -> EnvTrainSettings:
     """The command line, checked: each fault one line naming the option and the fix."""
     try:
-        check_experiment(experiment)
+        check_experiment_fits(check_experiment(experiment))
     except ValueError as exc:
         raise ConfigError(f"EXPERIMENT: {exc}") from None
     if timesteps < 1:

@@ -67,7 +67,7 @@ from cosmic_curriculum.defaults import (
     TRAINER_ORB_APPROACH_BIAS,
 )
 from cosmic_curriculum.errors import ConfigError, describe_validation, option_name
-from cosmic_curriculum.workspace.layout import EXPERIMENT_RE, Layout
+from cosmic_curriculum.workspace.layout import EXPERIMENT_RE, Layout, check_experiment_fits
 
 if TYPE_CHECKING:
     from cosmic_curriculum.arena.settings import GameSettings
@@ -217,7 +217,7 @@ class TrainSettings(BaseModel):
                 f"experiment name {value!r} must be letters, digits, '_', '-' or '.' "
                 "(it becomes a file name)"
             )
-        return value
+        return check_experiment_fits(value)
 
     @field_validator("net_arch")
     @classmethod

@@ -41,6 +41,8 @@ from cosmic_curriculum.defaults import (
     NOTIFY_TIMEOUT_SECONDS,
     RAY_NUM_CPUS,
     RAY_NUM_GPUS,
+    RAY_REQUEST_TIMEOUT_MAX,
+    RAY_REQUEST_TIMEOUT_SECONDS,
     REFERENCE_BOT,
     REGRESSION_MARGIN,
     STAGE_TIMESTEPS,
@@ -188,7 +190,8 @@ class LauncherConfig(_Strict):
     ``address`` is the Ray dashboard (Jobs API) address; empty means ``RAY_ADDRESS``, then
     a ``ray start --head`` on this machine (``http://127.0.0.1:8265``); a cluster is never
     started silently. ``num_gpus``, ``num_cpus`` and ``memory`` (bytes) are what each
-    training asks the cluster for; ``env`` adds environment variables to it.
+    training asks the cluster for; ``env`` adds environment variables to it (either
+    launcher); ``request_timeout`` bounds each call to the cluster.
     """
 
     kind: Literal["local", "ray"] = LAUNCHER_KIND
@@ -197,6 +200,7 @@ class LauncherConfig(_Strict):
     num_cpus: float = Field(RAY_NUM_CPUS, ge=0.0)
     memory: int | None = Field(None, gt=0)
     env: dict[str, Arg] = Field(default_factory=dict)
+    request_timeout: float = Field(RAY_REQUEST_TIMEOUT_SECONDS, gt=0.0, le=RAY_REQUEST_TIMEOUT_MAX)
     max_parallel: int | None = Field(None, ge=1)
     # The evaluation_command as a Ray Job too (the built-in evaluator always runs here).
     evaluate_remote: bool = False
@@ -211,7 +215,7 @@ class LauncherConfig(_Strict):
             )
         return value
 
-    @field_validator("num_gpus", "num_cpus", mode="before")
+    @field_validator("num_gpus", "num_cpus", "request_timeout", mode="before")
     @classmethod
     def _counts_accept_ints(cls, value: Any) -> Any:
         return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
@@ -242,11 +246,11 @@ class CurriculumConfig(_Strict):
     path: Path = Field(Path("stages.toml"), exclude=True)
 
     @model_validator(mode="after")
-    def _trainer_only_for_train_env(self) -> CurriculumConfig:
-        if self.trainer is not None or any(s.trainer is not None for s in self.stages):
-            from cosmic_curriculum.workspace.trainer_config import check_trainer_stages
+    def _whole_file_checks(self) -> CurriculumConfig:
+        # The trainer tables, owned flags, name lengths, the launcher's address and env.
+        from cosmic_curriculum.workspace.config_checks import check_whole_config
 
-            check_trainer_stages(self)
+        check_whole_config(self)
         return self
 
     @field_validator("regression_margin", mode="before")

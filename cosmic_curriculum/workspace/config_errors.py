@@ -43,7 +43,9 @@ def describe(path: Path, text: str, exc: ValidationError) -> str:
         msg = err["msg"].removeprefix("Value error, ")
         value = err.get("input")
         scalar = isinstance(value, str | int | float | bool)
-        problem = f"{msg} (got {value!r})" if scalar else msg
+        problem = f"{msg} (got {toml_value(value)})" if scalar else msg
+        if err["type"] in NUMBER_TYPES and isinstance(value, bool | str):
+            problem = _not_a_number(err["type"], value)
     if key == "stages" and err["type"] == "too_short":
         problem = "the curriculum has no stages; add at least one [[stages]] table"
     if loc[-2:] == ("reference_bot", "exec") and err["type"] == "list_type":
@@ -57,6 +59,28 @@ def describe(path: Path, text: str, exc: ValidationError) -> str:
             f"(got {err.get('input')!r})"
         )
     return f"{where}: {key}: {problem}"
+
+
+# pydantic's error types of a number setting given something else.
+NUMBER_TYPES = frozenset({"int_type", "float_type", "int_parsing", "float_parsing"})
+
+
+def toml_value(value: Any) -> str:
+    """``value`` as stages.toml spells it: ``true``, not Python's ``True``."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return repr(value)
+
+
+def _not_a_number(error_type: str, value: bool | str) -> str:
+    kind = "an integer" if error_type.startswith("int") else "a number"
+    if isinstance(value, bool):
+        return f"must be {kind}, not a boolean (got {toml_value(value)})"
+    try:
+        float(value)
+    except ValueError:
+        return f"must be {kind}, not a string (got {value!r})"
+    return f"must be {kind}, not a string (got {value!r}); write it without quotes"
 
 
 def _untagged(loc: tuple[Any, ...]) -> tuple[Any, ...]:

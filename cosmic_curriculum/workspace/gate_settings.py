@@ -57,7 +57,9 @@ class GateSettings(BaseModel):
     at 5 pairs). See docs/GATES.md for measured error rates.
     """
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # Strict like the rest of stages.toml: "0.5" or true is not a number (ints are
+    # accepted where a float is meant, by `_floats_accept_ints`).
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
     # Each description is also the help text of the `gate simulate` option built from
     # the field (cli/gate.py), hence the option names in them.
@@ -150,9 +152,12 @@ class GateSettings(BaseModel):
             )
         return rules[0] if len(rules) == 1 else tuple(rules)
 
-    @field_validator("target", mode="before")
+    @field_validator(
+        "regression_margin", "gap", "alpha", "beta", "delta", "success_return", "target",
+        mode="before",
+    )  # fmt: skip
     @classmethod
-    def _target_accepts_ints(cls, value: Any) -> Any:
+    def _floats_accept_ints(cls, value: Any) -> Any:
         return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
     @field_validator("target")

@@ -38,6 +38,14 @@ REPORT_FILE = "REPORT.md"
 REPORT_HTML = "REPORT.html"
 REPORT_PICTURES = ("curves.png", "ladder.png")  # in logs/report/, linked from REPORT.md
 
+# The longest file name most file systems allow (bytes), and what an atomic write adds to
+# a name for its temp file (system/fsio.py: ".", ".tmp-", a pid of up to 7 digits, "-",
+# 8 hex digits). Every name derived from user text must fit with its longest suffix.
+NAME_MAX = 255
+TEMP_NAME_OVERHEAD = 22
+# What follows an experiment's name in the files named after it (bots/, logs/).
+EXPERIMENT_SUFFIXES = (".json", ".onnx", ".log", ".curve.png", ".episodes.jsonl", ".eval-stop")
+
 EXPERIMENT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 STEP_RE = re.compile(r"^step_(\d+)\.zip$")
 # The stage number inside an experiment name, for ordering logs by stage.
@@ -55,8 +63,38 @@ def candidate_name(experiment: str, k: int) -> str:
     return f"{experiment}-c{k}"
 
 
+def longest_derived_name(experiment: str) -> str:
+    """The longest file name made from ``experiment`` (its name plus the longest suffix)."""
+    return experiment + max(EXPERIMENT_SUFFIXES, key=len)
+
+
+def name_fits(name: str) -> bool:
+    """Whether a file named ``name`` and its atomic write's temp fit NAME_MAX."""
+    return len(name.encode("utf-8", "surrogateescape")) + TEMP_NAME_OVERHEAD <= NAME_MAX
+
+
+def max_name_part(fixed: int) -> int:
+    """The longest user-chosen part of an experiment name whose other parts take
+    ``fixed`` characters, so that every file named after it fits."""
+    return NAME_MAX - TEMP_NAME_OVERHEAD - max(len(s) for s in EXPERIMENT_SUFFIXES) - fixed
+
+
+def check_experiment_fits(value: str) -> str:
+    """``value`` if every file named after it fits NAME_MAX; ValueError otherwise. For an
+    experiment named on a trainer's command line (the config checks a stage's names)."""
+    if not name_fits(longest_derived_name(value)):
+        limit = max_name_part(0)
+        raise ValueError(
+            f"experiment name {value[:24]!r}... is {len(value)} characters: the files named "
+            f"after it would exceed the file system's limit of {NAME_MAX} bytes a name; "
+            f"shorten it to at most {limit} characters"
+        )
+    return value
+
+
 def check_experiment(value: str) -> str:
-    """``value`` if it is a plain file name; ValueError otherwise (it names the rule)."""
+    """``value`` if it is a plain file name; ValueError otherwise (it names the rule).
+    Its length is the config's to check (`config_checks`): a state is never refused."""
     if not EXPERIMENT_RE.match(value) or ".." in value:
         raise ValueError(
             f"experiment name {value!r} is not a plain file name (letters, digits, '_', '-', "

@@ -104,6 +104,9 @@ class Attempt(BaseModel):
     # that candidate's, and `eval_id` its fresh re-evaluation, which alone is judged.
     candidates: list[Candidate] | None = None
     chosen: int | None = None
+    # The reference the attempt started with, once stages.toml changed it before the
+    # attempt played it (`reference` is then what its evaluation plays).
+    reference_was: str | None = None
 
     _experiment = field_validator("experiment")(_safe_experiment)
 

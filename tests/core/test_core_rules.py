@@ -19,6 +19,7 @@ from cosmic_curriculum.core.rules import (
     fresh_seed,
     override_ruling,
     own_record,
+    reference_change,
     resume_choice,
 )
 from cosmic_curriculum.workspace.config import CurriculumConfig, GateSettings
@@ -283,3 +284,58 @@ def test_paths_in_texts_are_the_workspaces(tmp_path: Path) -> None:
     state = CurriculumState(stage_index=0, attempt=2, status="blocked")
     text = describe(next_action(state, NAMES), lambda *f: f"cc {' '.join(f)} --workspace W")
     assert text.startswith("review logs/review-score.md, then `cc --force-retry")
+
+
+def _flight(phase_: str, eval_id: str | None = None, **candidate: Any) -> Attempt:
+    """An attempt in ``phase_``; ``candidate``: the fields of its candidate 1 (``c_``
+    prefixed: ``c_eval_id``), with a candidate 2 still to evaluate; none when empty."""
+    candidate = {k.removeprefix("c_"): v for k, v in candidate.items()}
+    cands = None
+    if candidate:
+        cands = [
+            Candidate(k=1, experiment="curric-s1-a-c1", seed=1, **candidate),
+            Candidate(k=2, experiment="curric-s1-a-c2", seed=2, phase="trained"),
+        ]
+    return Attempt(
+        stage_index=0, attempt=0, experiment="curric-s1-a", phase=phase_, eval_id=eval_id,
+        candidates=cands,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("flight", "accepted", "change"),
+    [
+        (_flight("training"), False, "apply"),
+        (_flight("trained"), False, "apply"),  # trained, its evaluation failed or not run
+        (_flight("trained"), True, "apply"),
+        (_flight("evaluated", "ev-1"), True, "keep"),  # its record decides
+        (_flight("decided", "ev-1"), True, "keep"),
+        (_flight("committed", "ev-1"), True, "keep"),
+        (_flight("trained").model_copy(update={"history_before": 3}), True, "keep"),
+        (_flight("trained").model_copy(update={"eval_launched_at": T0}), True, "keep"),
+        (_flight("trained", phase="trained"), False, "apply"),  # no candidate evaluated
+        (_flight("trained", phase="evaluated", c_eval_id="ev-c1", score=0.5), False, "keep"),
+        (_flight("trained", phase="evaluated", c_eval_id="ev-c1", score=0.5), True, "replay"),
+        (_flight("trained", phase="trained", history_before=2), True, "keep"),  # under way
+    ],
+)
+def test_reference_change(flight: Attempt, accepted: bool, change: str) -> None:
+    assert reference_change(flight, accepted) == change
+
+
+def test_a_replayed_reference_change_evaluates_the_candidates_again(
+    config: CurriculumConfig,
+) -> None:
+    from cosmic_curriculum.core import transitions as t
+
+    state = CurriculumState()
+    flight = _flight("trained", phase="evaluated", c_eval_id="ev-c1", score=0.5)
+    state.in_flight = flight.model_copy(update={"reference": "exec:./old"})
+    after = t.apply(state, config, t.ReferenceChanged("exec:./new", replay=True))
+    assert after.in_flight is not None
+    assert (after.in_flight.reference, after.in_flight.reference_was) == (
+        "exec:./new",
+        "exec:./old",
+    )
+    c1 = (after.in_flight.candidates or [])[0]
+    assert (c1.phase, c1.eval_id, c1.score) == ("trained", None, None)

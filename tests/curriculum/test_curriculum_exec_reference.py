@@ -147,3 +147,37 @@ def test_preflight_refuses_a_broken_exec_reference_before_training(
     assert "stages.toml: reference_bot of stage 1 failed its handshake: bot exec:" in message
     assert trainer_runs(ws) == []  # refused before any training
     assert all_gone(ws / "pids.txt")
+
+
+@pytest.mark.slow
+def test_a_reference_fixed_in_stages_toml_reaches_the_attempt_in_flight(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The reference's argv breaks at evaluation; the user fixes it in stages.toml. The
+    attempt (trained, not evaluated) now plays the fixed program (it used to play the
+    recorded broken argv on every rerun), and the state says which it started with."""
+    from fakes.workspace import warnings_reporter
+
+    from cosmic_curriculum.errors import CurriculumError
+
+    ws = exec_workspace(tmp_path, "exit")
+    for key, value in fake_env(ws).items():
+        monkeypatch.setenv(key, value)
+    with pytest.raises(CurriculumError):
+        run(ws)  # the handshake passed; the program dies in the evaluation's games
+    flight = read_state(ws)["in_flight"]
+    assert flight["phase"] == "trained" and flight["error"]
+    broken, fixed = (f"exec:{sys.executable} fake_bot.py {m} pids.txt" for m in ("exit", "ok"))
+    assert flight["reference"] == broken
+    toml = ws / "stages.toml"
+    toml.write_text(toml.read_text().replace('"exit"', '"ok"'))
+    reporter = warnings_reporter()
+    state = run(ws, reporter)
+    assert state.status == "done"
+    assert [r["reference"] for r in json.loads((ws / "eval_history.json").read_text())] == [fixed]
+    assert any("its evaluation plays the one configured now" in w for w in reporter.warnings)
+    assert [r["experiment"] for r in trainer_runs(ws) if r["event"] == "start"] == [
+        "curric-s1-score"
+    ]  # trained once
+    decided = read_state(ws)["in_flight"]
+    assert (decided["reference"], decided["reference_was"]) == (fixed, broken)

@@ -9,10 +9,11 @@ object mapping a candidate bot's stem (experiment name) or ``"*"`` to ``"pass"``
 added to the record (``{"successes": 1}``: counts the margin rule passes, and what the
 threshold gate reads; ``"drop": [keys]`` leaves those keys out); ``"<stem>#<n>"`` is
 the outcome of that candidate's n-th evaluation (from 1) and comes first. ``"sleep"``
-(seconds) delays the evaluation. ``{"stream": [episode lines], "stop_after": n}`` streams
-the episodes to ``COSMIC_CURRICULUM_EVAL_STREAM`` and stops at the stop file. Each run
-appends ``{candidate, reference, argv, deterministic}`` (the last from
-``COSMIC_CURRICULUM_EVAL_DETERMINISTIC``) to ``fake_evals.jsonl``.
+(seconds) delays the evaluation; ``"until"`` (a path) holds it until that file exists (at
+most 300 s), so a test decides when it ends. ``{"stream": [episode lines],
+"stop_after": n}`` streams the episodes to ``COSMIC_CURRICULUM_EVAL_STREAM`` and stops
+at the stop file. Each run appends ``{candidate, reference, argv, deterministic}`` (the
+last from ``COSMIC_CURRICULUM_EVAL_DETERMINISTIC``) to ``fake_evals.jsonl``.
 """
 
 from __future__ import annotations
@@ -37,6 +38,10 @@ def main() -> int:
             earlier += json.loads(line)["candidate"] == candidate
     outcome = script.get(f"{stem}#{earlier + 1}", script.get(stem, script.get("*", "pass")))
     time.sleep(float(script.get("sleep", 0)))  # type: ignore[arg-type]
+    if script.get("until"):
+        deadline = time.monotonic() + 300
+        while not Path(str(script["until"])).exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
     with open("fake_evals.jsonl", "a") as fh:
         entry = {
             "candidate": candidate,

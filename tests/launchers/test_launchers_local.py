@@ -99,3 +99,17 @@ def _interrupt_soon(proc: LocalProcess, tmp_path: Path) -> None:
         watch(LOCAL, proc, grace=1.0)
     finally:
         signal.signal(signal.SIGALRM, old)
+
+
+def test_launcher_env_of_the_config_reaches_the_local_trainer(tmp_path: Path) -> None:
+    """`[launcher.env]` applies with kind = "local" too (it was silently dropped)."""
+    from cosmic_curriculum.curriculum.context import make_launcher
+    from cosmic_curriculum.workspace.config_file import load_config
+
+    toml = tmp_path / "stages.toml"
+    toml.write_text('[[stages]]\nname = "a"\n[launcher.env]\nMY_SETTING = "x y"\n')
+    launcher = make_launcher(load_config(toml).launcher, tmp_path)
+    code = "import os; print(os.environ['MY_SETTING'], os.environ['COSMIC_CURRICULUM_NO_GIT'])"
+    proc = launcher.start(_spec(tmp_path, [sys.executable, "-c", code]))
+    assert watch(launcher, proc).returncode == 0
+    assert (tmp_path / "logs" / "x.log").read_text().split() == ["x", "y", "1"]

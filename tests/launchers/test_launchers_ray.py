@@ -27,7 +27,14 @@ from fakes.workspace import (
     run_cli,
     trainer_runs,
 )
-from raycluster import can_hide, free_port, local_ray_cluster, ray_workspace, submission_ids
+from raycluster import (
+    can_hide,
+    free_port,
+    list_jobs,
+    local_ray_cluster,
+    ray_workspace,
+    submission_ids,
+)
 
 if TYPE_CHECKING:
     from ray.job_submission import JobDetails
@@ -50,9 +57,7 @@ def ray_address(ray_cluster: tuple[str, Path | None]) -> str:
 
 
 def jobs(address: str) -> list[JobDetails]:
-    from ray.job_submission import JobSubmissionClient
-
-    return [j for j in JobSubmissionClient(address).list_jobs() if j.submission_id]
+    return [j for j in list_jobs(address) if j.submission_id]
 
 
 def comparable(state: dict) -> list[tuple[object, ...]]:
@@ -102,12 +107,9 @@ def test_sigint_stops_the_job_and_the_run_resumes(tmp_path: Path, ray_address: s
     assert run.wait(timeout=90) == 130
     flight = read_state(ws)["in_flight"]
     assert flight["interrupted"] is True
-    from ray.job_submission import JobSubmissionClient
-
-    client = JobSubmissionClient(ray_address)
     mine = [  # this test's training jobs (not its workspace probe, not other tests' jobs)
         j
-        for j in client.list_jobs()
+        for j in list_jobs(ray_address)
         if str(j.submission_id).startswith("cosmic-curric-") and str(ws) in str(j.entrypoint)
     ]
     assert mine and {str(getattr(j.status, "value", j.status)) for j in mine} == {"STOPPED"}
@@ -220,7 +222,8 @@ def test_kill_9_during_a_remote_evaluation_then_resume_follows_the_same_job(
     tmp_path: Path, ray_address: str
 ) -> None:
     ws = ray_workspace(tmp_path / "ws", ray_address)
-    remote_evaluation(ws, sleep=8)
+    gate = tmp_path / "evaluation-may-end"  # the job evaluates until the test makes it
+    remote_evaluation(ws, until=str(gate))
     run = subprocess.Popen(run_argv(ws), env=cli_env(ws), start_new_session=True)
     deadline = time.monotonic() + 120
     while not any(
@@ -231,13 +234,21 @@ def test_kill_9_during_a_remote_evaluation_then_resume_follows_the_same_job(
     ):
         assert time.monotonic() < deadline and run.poll() is None
         time.sleep(0.2)
-    # the job runs its 8 s: the resume below starts well within them
     os.killpg(run.pid, signal.SIGKILL)  # the run dies; its evaluation job lives on
     run.wait()
     assert evaluations(ws) == []  # still evaluating
-    result = run_cli(ws)
-    assert result.returncode == 0, result.stderr
-    assert "curric-s1-score: following its evaluation job" in result.stdout
+    # The resume must find the job still running however loaded the machine is: the
+    # evaluation ends only once the resumed run says it follows it.
+    out = tmp_path / "resume.out"
+    with open(out, "w") as fh:
+        resume = subprocess.Popen(run_argv(ws), env=cli_env(ws), stdout=fh, text=True)
+    following = "curric-s1-score: following its evaluation job"
+    deadline = time.monotonic() + 120
+    while following not in out.read_text():
+        assert time.monotonic() < deadline and resume.poll() is None, out.read_text()
+        time.sleep(0.2)
+    gate.touch()
+    assert resume.wait(timeout=180) == 0, out.read_text()
     assert evaluations(ws) == ["curric-s1-score", "curric-s2-defend"]  # never twice
     ids = [
         str(j.submission_id)

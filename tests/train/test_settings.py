@@ -60,3 +60,17 @@ def test_game_flags_reach_the_game(tmp_path: Path) -> None:
     assert off.attack_goal_bias == 0.0 and off.orb_approach_bias == 0.0
     # flags not given keep the game's defaults
     assert default.draw_penalty == type(default)().draw_penalty
+
+
+def test_an_experiment_name_whose_files_would_not_fit_is_one_line(tmp_path: Path) -> None:
+    """Both trainers check the name a user gives on their command line like the config
+    checks a stage's: every file named after it must fit NAME_MAX (255 bytes)."""
+    from cosmic_curriculum.train.env_run import parse_settings
+
+    with pytest.raises(ConfigError, match="exceed the file system's limit of 255 bytes"):
+        tiny(tmp_path, name="a" * 230)
+    with pytest.raises(ConfigError, match=r"EXPERIMENT: .*at most 218 characters"):
+        parse_settings(
+            "a" * 230, timesteps=1, env="{}", resume=None, seed=0, algo="PPO",
+            hyperparams=None, workspace=tmp_path,
+        )  # fmt: skip
