@@ -1,0 +1,110 @@
+"""The curriculum's three calls into the trackers: ``check`` at preflight, ``trainer_env``
+for each training it launches, ``sync`` after each step (queue what the state holds that
+the outbox lacks, then deliver it, bounded in time; every failure a warning)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from cosmic_curriculum.errors import ConfigError
+from cosmic_curriculum.tracking import outbox
+from cosmic_curriculum.tracking.delivery import send_all
+from cosmic_curriculum.tracking.queue import queue
+from cosmic_curriculum.workspace import history
+from cosmic_curriculum.workspace.tracking_config import tracking_of
+
+if TYPE_CHECKING:
+    from cosmic_curriculum.curriculum.context import Run
+    from cosmic_curriculum.workspace.config import CurriculumConfig
+
+# tracker → (the module it needs, the extra that installs it)
+PACKAGES = {
+    "tensorboard": ("tensorboard", "tensorboard"),
+    "mlflow": ("mlflow", "mlflow"),
+    "wandb": ("wandb", "wandb"),
+}
+# The trainer's environment: where its SB3 logger spools scalars for MLflow/W&B, and
+# its TensorBoard directory ("" when TensorBoard is off). Paths only, nothing secret.
+SCALARS_ENV = "COSMIC_TRACKING_SCALARS"
+TENSORBOARD_ENV = "COSMIC_TRACKING_TENSORBOARD"
+
+
+def installed(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
+
+
+def trackers(config: CurriculumConfig) -> list[str]:
+    """The trackers this run logs to: TensorBoard unless off (unset: when installed),
+    then each configured remote tracker."""
+    tb = tracking_of(config).tensorboard
+    on = installed("tensorboard") if tb is None else tb
+    return (["tensorboard"] if on else []) + tracking_of(config).remote()
+
+
+def check(config: CurriculumConfig) -> None:
+    """A tracker configured whose package is missing: one line naming the extra."""
+    wanted = [n for n in ("mlflow", "wandb") if getattr(tracking_of(config), n) is not None]
+    if tracking_of(config).tensorboard:
+        wanted.insert(0, "tensorboard")
+    for name in wanted:
+        module, extra = PACKAGES[name]
+        if not installed(module):
+            raise ConfigError(
+                f"{config.path}: [tracking] {name}: the {module} package is not installed; "
+                f"install it with `pip install 'cosmic-curriculum[{extra}]'`, or remove "
+                f"{name} from [tracking]"
+            )
+
+
+def trainer_env(run: Run, experiment: str) -> dict[str, str]:
+    names = trackers(run.config)
+    tb = run.paths.logs / "tensorboard"
+    env = {TENSORBOARD_ENV: str(tb) if "tensorboard" in names else ""}
+    if tracking_of(run.config).remote():
+        env[SCALARS_ENV] = str(outbox.scalars_file(run.paths.logs, experiment))
+    return env
+
+
+def _pending(name: str, logs: Path) -> bool:
+    offsets = outbox.load_progress(logs, name)["offsets"]
+    if outbox.count_lines(outbox.events_file(logs)) > int(offsets.get(outbox.EVENTS, 0)):
+        return True
+    if name == "tensorboard":
+        return False
+    spool = outbox.directory(logs) / outbox.SCALARS
+    for path in spool.glob("*.jsonl") if spool.is_dir() else []:
+        if outbox.count_lines(path) > int(offsets.get(f"{outbox.SCALARS}/{path.name}", 0)):
+            return True
+    return False
+
+
+def sync(run: Run) -> None:
+    """Queue the state's events the outbox lacks (fsynced), then deliver to each tracker
+    with something pending; a tracker that fails is a warning, its items stay queued."""
+    names = trackers(run.config)
+    if not names:
+        return
+    logs = run.paths.logs
+    try:
+        records = {str(r.get("id")): r for r in history.load(run.paths.history)}
+        queue(logs, run.state, run.config, records)
+        todo = [n for n in names if _pending(n, logs)]
+    except OSError as exc:
+        run.reporter.warning(
+            f"the trackers' outbox {run.rel(outbox.directory(logs))}: "
+            f"{exc.strerror or exc}; the run goes on without tracking this step"
+        )
+        return
+    if not todo:
+        return
+    tracking = tracking_of(run.config)
+    settings = {n: getattr(tracking, n).model_dump() for n in tracking.remote()}
+    wandb = tracking.wandb
+    group = (wandb.group if wandb is not None and wandb.group else None) or run.ws.name
+    for name, problem in send_all(todo, run.ws, logs, settings, group, tracking.timeout):
+        run.reporter.warning(
+            f"tracker {name} {problem}; the run goes on and the next delivery sends what "
+            f"it did not (log: {run.rel(outbox.directory(logs) / f'{name}.log')})"
+        )

@@ -1,0 +1,109 @@
+"""A curriculum run with every tracker, read back with each tracker's own library."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from fakes.workspace import (
+    fake_env,
+    make_workspace,
+    stages_toml,
+    warnings_reporter,
+)
+from fakes.workspace import run_in_process as run
+from readers import tensorboard_scalars, wandb_runs
+
+from cosmic_curriculum.errors import BlockedError
+
+TRACKING = """
+[tracking]
+tensorboard = true
+mlflow = { tracking_uri = "file:./mlruns", experiment = "arena" }
+wandb = { project = "arena", mode = "offline", tags = ["smoke"] }
+"""
+
+
+@pytest.fixture
+def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = make_workspace(tmp_path / "league", max_retries=0, stages=["score", "defend"])
+    (path / "stages.toml").write_text(stages_toml(["score", "defend"], max_retries=0) + TRACKING)
+    for key, value in fake_env(path).items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")  # for the test's own reader
+    return path
+
+
+def mlflow_runs(ws: Path) -> dict[str, object]:
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=f"file:{ws / 'mlruns'}")
+    experiment = client.get_experiment_by_name("arena")
+    assert experiment is not None
+    return {r.info.run_name: r for r in client.search_runs([experiment.experiment_id])}
+
+
+@pytest.mark.slow
+def test_decisions_reach_every_tracker_and_a_resumed_run_continues_the_same_runs(
+    ws: Path,
+) -> None:
+    from fakes.workspace import set_scripts
+    from mlflow.tracking import MlflowClient
+
+    set_scripts(ws, eval_script={"curric-s1-score": "pass", "curric-s2-defend": "fail"})
+    reporter = warnings_reporter()
+    with pytest.raises(BlockedError):
+        run(ws, reporter=reporter)
+    assert reporter.warnings == []
+
+    runs = mlflow_runs(ws)
+    assert set(runs) == {"curriculum", "curric-s1-score", "curric-s2-defend"}
+    client = MlflowClient(tracking_uri=f"file:{ws / 'mlruns'}")
+    first = runs["curric-s1-score"]
+    assert first.data.params["flags"].endswith("--stage-flag score")
+    assert first.data.params["stage_name"] == "score"
+    assert first.data.tags["curriculum/decision"] == "pass"
+    assert first.data.tags["mlflow.parentRunId"] == runs["curriculum"].info.run_id
+    assert first.data.metrics["curriculum/wins"] == 10.0  # the fake's pass: 10-8-2 of 20
+    assert first.data.metrics["curriculum/losses"] == 8.0
+    assert first.data.metrics["curriculum/passed"] == 1.0
+    assert "curriculum/gap_ci95_low" in first.data.metrics
+    assert "curriculum/elo_ci95_high" in first.data.metrics
+    assert first.info.status == "FINISHED"
+    artifacts = {a.path for a in client.list_artifacts(first.info.run_id)}
+    assert artifacts == {"curric-s1-score.json", "REPORT.md"}
+    second = runs["curric-s2-defend"]
+    assert second.data.metrics["curriculum/blocked"] == 1.0
+    assert second.data.tags["curriculum/status"] == "blocked"
+    steps = client.get_metric_history(runs["curriculum"].info.run_id, "curriculum/passed")
+    assert [(m.step, m.value) for m in steps] == [(1, 1.0), (2, 0.0)]
+
+    wb = wandb_runs(ws)
+    by_name = {r["name"]: r for r in wb.values()}
+    assert set(by_name) == {"curriculum", "curric-s1-score", "curric-s2-defend"}
+    assert {r["group"] for r in wb.values()} == {"league"}
+    assert by_name["curric-s2-defend"]["job"] == "defend"
+    rows = [h for h in by_name["curriculum"]["history"] if "curriculum/decision_number" in h]
+    assert [json.loads(h["curriculum/passed"]) for h in rows] == [1.0, 0.0]
+    assert json.loads(by_name["curric-s1-score"]["summary"]["curriculum/decision"]) == "pass"
+
+    tb = tensorboard_scalars(ws / "logs" / "tensorboard" / "curriculum")
+    assert tb["curriculum/passed"] == [(1, 1.0), (2, 0.0)]
+
+    # The human skips the stage: the next run logs that decision to the same runs.
+    run(ws, reporter=reporter, skip_to_next_stage=True, reason="ok by hand")
+    again = mlflow_runs(ws)
+    assert again["curriculum"].info.run_id == runs["curriculum"].info.run_id
+    assert len(again) == 3  # the skip decided curric-s2-defend again: no new run
+    steps = client.get_metric_history(again["curriculum"].info.run_id, "curriculum/override")
+    assert [(m.step, m.value) for m in steps] == [(1, 0.0), (2, 0.0), (3, 1.0)]
+    assert again["curriculum"].data.tags["curriculum/override_reason"] == "ok by hand"
+    wb_again = wandb_runs(ws)
+    assert set(wb_again) == set(wb)  # W&B resumed the same run ids
+    assert tensorboard_scalars(ws / "logs" / "tensorboard" / "curriculum")["curriculum/done"] == [
+        (1, 0.0),
+        (2, 0.0),
+        (3, 1.0),
+    ]
