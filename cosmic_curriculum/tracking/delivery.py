@@ -14,7 +14,9 @@ through the environment only; nothing of them is written anywhere.
 from __future__ import annotations
 
 import json
+import math
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -126,7 +128,8 @@ def send_all(
             continue
         log = outbox.directory(logs) / f"{name}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
-        env = {**os.environ, SETTINGS_ENV: json.dumps({"settings": settings[name], "group": group})}
+        given = {"settings": settings[name], "group": group, "timeout": timeout}
+        env = {**os.environ, SETTINGS_ENV: json.dumps(given)}
         if name == "mlflow" and local_store(settings[name]["tracking_uri"]):
             env["MLFLOW_ALLOW_FILE_STORE"] = "true"  # asked for by name: MLflow 3 refuses it
         with open(log, "ab") as out:
@@ -176,6 +179,8 @@ def send_all(
 def main(argv: list[str]) -> int:
     name, ws = argv[0], Path(argv[1])
     given = json.loads(os.environ.get(SETTINGS_ENV, "{}"))
+    # Orphaned by a run killed -9, it still ends: SIGALRM's default action kills it.
+    signal.alarm(math.ceil(float(given.get("timeout") or 60) + KILL_GRACE))
     try:
         sent = deliver(name, ws, ws / "logs", given.get("settings") or {}, given.get("group", ""))
     except Exception as exc:

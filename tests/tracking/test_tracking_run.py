@@ -27,8 +27,8 @@ wandb = { project = "arena", mode = "offline", tags = ["smoke"] }
 
 @pytest.fixture
 def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = make_workspace(tmp_path / "league", max_retries=0, stages=["score", "defend"])
-    (path / "stages.toml").write_text(stages_toml(["score", "defend"], max_retries=0) + TRACKING)
+    path = make_workspace(tmp_path / "league", max_retries=0, stages=["score"])
+    (path / "stages.toml").write_text(stages_toml(["score"], max_retries=0) + TRACKING)
     for key, value in fake_env(path).items():
         monkeypatch.setenv(key, value)
     monkeypatch.setenv("WANDB_SILENT", "true")
@@ -52,58 +52,58 @@ def test_decisions_reach_every_tracker_and_a_resumed_run_continues_the_same_runs
     from fakes.workspace import set_scripts
     from mlflow.tracking import MlflowClient
 
-    set_scripts(ws, eval_script={"curric-s1-score": "pass", "curric-s2-defend": "fail"})
+    set_scripts(ws, eval_script={"curric-s1-score": "fail"})
     reporter = warnings_reporter()
     with pytest.raises(BlockedError):
         run(ws, reporter=reporter)
     assert reporter.warnings == []
 
     runs = mlflow_runs(ws)
-    assert set(runs) == {"curriculum", "curric-s1-score", "curric-s2-defend"}
+    assert set(runs) == {"curriculum", "curric-s1-score"}
     client = MlflowClient(tracking_uri=f"file:{ws / 'mlruns'}")
     first = runs["curric-s1-score"]
     assert first.data.params["flags"].endswith("--stage-flag score")
     assert first.data.params["stage_name"] == "score"
-    assert first.data.tags["curriculum/decision"] == "pass"
+    assert first.data.params["settings/gate_rule"] == "margin"
+    assert first.data.tags["curriculum/decision"] == "fail"
+    assert first.data.tags["curriculum/status"] == "blocked"
     assert first.data.tags["mlflow.parentRunId"] == runs["curriculum"].info.run_id
-    assert first.data.metrics["curriculum/wins"] == 10.0  # the fake's pass: 10-8-2 of 20
-    assert first.data.metrics["curriculum/losses"] == 8.0
-    assert first.data.metrics["curriculum/passed"] == 1.0
-    assert "curriculum/gap_ci95_low" in first.data.metrics
-    assert "curriculum/elo_ci95_high" in first.data.metrics
+    metrics = first.data.metrics
+    assert (metrics["curriculum/wins"], metrics["curriculum/losses"]) == (2.0, 10.0)
+    assert metrics["curriculum/draws"] == 8.0  # the fake's fail: 2-10-8 of 20
+    assert metrics["curriculum/passed"] == 0.0
+    assert metrics["curriculum/blocked"] == 1.0
+    assert metrics["curriculum/gap_ci95_low"] < metrics["curriculum/gap"]
+    assert metrics["curriculum/elo_ci95_low"] < metrics["curriculum/elo"]
+    assert metrics["curriculum/gate/margin/score"] == pytest.approx(0.3)
     assert first.info.status == "FINISHED"
     artifacts = {a.path for a in client.list_artifacts(first.info.run_id)}
     assert artifacts == {"curric-s1-score.json", "REPORT.md"}
-    second = runs["curric-s2-defend"]
-    assert second.data.metrics["curriculum/blocked"] == 1.0
-    assert second.data.tags["curriculum/status"] == "blocked"
-    steps = client.get_metric_history(runs["curriculum"].info.run_id, "curriculum/passed")
-    assert [(m.step, m.value) for m in steps] == [(1, 1.0), (2, 0.0)]
 
     wb = wandb_runs(ws)
     by_name = {r["name"]: r for r in wb.values()}
-    assert set(by_name) == {"curriculum", "curric-s1-score", "curric-s2-defend"}
+    assert set(by_name) == {"curriculum", "curric-s1-score"}
     assert {r["group"] for r in wb.values()} == {"league"}
-    assert by_name["curric-s2-defend"]["job"] == "defend"
-    rows = [h for h in by_name["curriculum"]["history"] if "curriculum/decision_number" in h]
-    assert [json.loads(h["curriculum/passed"]) for h in rows] == [1.0, 0.0]
-    assert json.loads(by_name["curric-s1-score"]["summary"]["curriculum/decision"]) == "pass"
+    assert by_name["curric-s1-score"]["job"] == "score"
+    assert json.loads(by_name["curric-s1-score"]["summary"]["curriculum/decision"]) == "fail"
+    assert {"curric-s1-score.json", "REPORT.md"} <= set(by_name["curric-s1-score"]["files"])
 
     tb = tensorboard_scalars(ws / "logs" / "tensorboard" / "curriculum")
-    assert tb["curriculum/passed"] == [(1, 1.0), (2, 0.0)]
+    assert tb["curriculum/blocked"] == [(1, 1.0)]
 
     # The human skips the stage: the next run logs that decision to the same runs.
     run(ws, reporter=reporter, skip_to_next_stage=True, reason="ok by hand")
+    assert reporter.warnings == []
     again = mlflow_runs(ws)
     assert again["curriculum"].info.run_id == runs["curriculum"].info.run_id
-    assert len(again) == 3  # the skip decided curric-s2-defend again: no new run
-    steps = client.get_metric_history(again["curriculum"].info.run_id, "curriculum/override")
-    assert [(m.step, m.value) for m in steps] == [(1, 0.0), (2, 0.0), (3, 1.0)]
+    assert len(again) == 2  # the skip decided curric-s1-score again: no new run
+    history = client.get_metric_history(again["curriculum"].info.run_id, "curriculum/override")
+    assert [(m.step, m.value) for m in history] == [(1, 0.0), (2, 1.0)]
     assert again["curriculum"].data.tags["curriculum/override_reason"] == "ok by hand"
+    assert again["curriculum"].data.metrics["curriculum/done"] == 1.0
     wb_again = wandb_runs(ws)
     assert set(wb_again) == set(wb)  # W&B resumed the same run ids
-    assert tensorboard_scalars(ws / "logs" / "tensorboard" / "curriculum")["curriculum/done"] == [
-        (1, 0.0),
-        (2, 0.0),
-        (3, 1.0),
-    ]
+    rows = [h for h in wb_again[next(k for k in wb if wb[k]["name"] == "curriculum")]["history"]]
+    assert [json.loads(h["curriculum/done"]) for h in rows] == [0.0, 1.0]
+    tb = tensorboard_scalars(ws / "logs" / "tensorboard" / "curriculum")
+    assert tb["curriculum/done"] == [(1, 0.0), (2, 1.0)]
