@@ -80,7 +80,8 @@ def decision_metrics(
     """A decided attempt's metrics: W/L/D, score, gap and Elo with their intervals, the
     gate's measures, the decision (1 pass, 0 fail), whether an override made it, and
     whether the curriculum is now blocked or done. ``number_`` counts decisions from 1."""
-    counts = {**(entry.get("eval") or {}), **{k: (record or {}).get(k) for k in COUNTS}}
+    counts = dict(entry.get("eval") or {})
+    counts.update({k: v for k, v in (record or {}).items() if k in COUNTS and v is not None})
     out: dict[str, float] = {"decision_number": float(number_)}
     for key, name in COUNTS.items():
         n = number(counts.get(key))
