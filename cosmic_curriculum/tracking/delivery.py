@@ -21,8 +21,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from urllib.parse import urlsplit
 from typing import Any
+from urllib.parse import urlsplit
 
 from cosmic_curriculum.system import processes as runner
 from cosmic_curriculum.tracking import metrics as m

@@ -63,7 +63,9 @@ def trainer_env(run: Run, experiment: str) -> dict[str, str]:
     tb = run.paths.logs / "tensorboard"
     env = {TENSORBOARD_ENV: str(tb) if "tensorboard" in names else ""}
     if tracking_of(run.config).remote():
-        env[SCALARS_ENV] = str(outbox.scalars_file(run.paths.logs, experiment))
+        spool = outbox.scalars_file(run.paths.logs, experiment)
+        spool.parent.mkdir(parents=True, exist_ok=True)  # a trainer of the user's appends
+        env[SCALARS_ENV] = str(spool)
     return env
 
 

@@ -13,6 +13,7 @@ from fakes.workspace import (
     warnings_reporter,
 )
 from fakes.workspace import run_in_process as run
+from gitutil import git
 from readers import tensorboard_scalars, wandb_runs
 
 from cosmic_curriculum.errors import BlockedError
@@ -24,6 +25,23 @@ mlflow = { tracking_uri = "file:./mlruns", experiment = "arena" }
 wandb = { project = "arena", mode = "offline", tags = ["smoke"] }
 """
 
+SECRETS = {
+    "WANDB_API_KEY": "wandbsecret" + "0" * 29,
+    "MLFLOW_TRACKING_PASSWORD": "mlflow-secret-pw",
+    "MLFLOW_TRACKING_TOKEN": "mlflow-secret-token",
+}
+
+
+def secrets_found(ws: Path) -> list[str]:
+    """Files of the workspace, and its git history, that hold one of the secrets."""
+    found = []
+    for path in ws.rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            data = path.read_bytes()
+            found += [f"{path}: {k}" for k, v in SECRETS.items() if v.encode() in data]
+    log = git(ws, "log", "-p", "--all")
+    return found + [f"git: {k}" for k, v in SECRETS.items() if v in log]
+
 
 @pytest.fixture
 def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
@@ -33,6 +51,8 @@ def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         monkeypatch.setenv(key, value)
     monkeypatch.setenv("WANDB_SILENT", "true")
     monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")  # for the test's own reader
+    for name, value in SECRETS.items():
+        monkeypatch.setenv(name, value)
     return path
 
 
@@ -107,3 +127,4 @@ def test_decisions_reach_every_tracker_and_a_resumed_run_continues_the_same_runs
     assert [json.loads(h["curriculum/done"]) for h in rows] == [0.0, 1.0]
     tb = tensorboard_scalars(ws / "logs" / "tensorboard" / "curriculum")
     assert tb["curriculum/done"] == [(1, 0.0), (2, 1.0)]
+    assert secrets_found(ws) == []  # not in the state, the logs, the trackers' files, git
