@@ -129,16 +129,16 @@ def events_of_state(
     if flight is not None and flight.phase != "committed":
         settings = {"resume_from": flight.resume_from, "reference": flight.reference}
         settings = {k: v for k, v in settings.items() if v is not None}
-        for c in flight.candidates or []:
+        for cand in flight.candidates or []:
             out.append(
                 start_event(
                     config,
                     flight.stage_index,
                     flight.attempt,
-                    c.experiment,
+                    cand.experiment,
                     timesteps=flight.timesteps,
-                    settings={**settings, "seed": c.seed},
-                    candidate=c.k,
+                    settings={**settings, "seed": cand.seed},
+                    candidate=cand.k,
                 )
             )
         if not flight.candidates:

@@ -18,7 +18,6 @@ from fakes.workspace import (
     fake_env,
     make_workspace,
     run_argv,
-    run_cli,
     stages_toml,
     warnings_reporter,
 )
@@ -80,7 +79,7 @@ def test_a_hanging_tracker_costs_its_timeout_and_the_next_run_sends_the_decision
 ) -> None:
     ws = workspace(
         tmp_path,
-        f'timeout = 4\nmlflow = {{ tracking_uri = "http://127.0.0.1:{silent_server}", '
+        f'timeout = 2\nmlflow = {{ tracking_uri = "http://127.0.0.1:{silent_server}", '
         'experiment = "arena" }\n',
     )
     for key, value in fake_env(ws).items():
@@ -89,7 +88,7 @@ def test_a_hanging_tracker_costs_its_timeout_and_the_next_run_sends_the_decision
     state = run(ws, reporter=reporter)
     assert state.status == "done"  # the decision was taken and committed
     [warning] = reporter.warnings
-    assert warning.startswith("tracker mlflow did not finish within [tracking] timeout = 4 s")
+    assert warning.startswith("tracker mlflow did not finish within [tracking] timeout = 2 s")
     logs = ws / "logs"
     queued = [e["id"] for e in outbox.read_lines(outbox.events_file(logs))]
     assert "decision:1:curric-s1-score" in queued
@@ -103,7 +102,7 @@ def test_a_hanging_tracker_costs_its_timeout_and_the_next_run_sends_the_decision
     text = (ws / "stages.toml").read_text()
     (ws / "stages.toml").write_text(
         text.replace(f"http://127.0.0.1:{silent_server}", "file:./mlruns").replace(
-            "timeout = 4", "timeout = 60"
+            "timeout = 2", "timeout = 60"
         )
     )
     monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
@@ -145,11 +144,6 @@ def test_a_run_killed_before_delivering_loses_no_decision(tmp_path: Path) -> Non
     )
     assert done.returncode == 0, done.stderr
     assert "warning" not in done.stderr
-    assert tensorboard_scalars(ws / "logs" / "tensorboard" / "curriculum")["curriculum/passed"] == [
-        (1, 1.0)
-    ]
-    # A third run has nothing new to send and sends nothing twice.
-    assert run_cli(ws).returncode == 0
     assert tensorboard_scalars(ws / "logs" / "tensorboard" / "curriculum")["curriculum/passed"] == [
         (1, 1.0)
     ]
