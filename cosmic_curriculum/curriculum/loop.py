@@ -30,6 +30,7 @@ from cosmic_curriculum.curriculum.resume import (
 )
 from cosmic_curriculum.curriculum.training import train
 from cosmic_curriculum.errors import (
+    BlockedError,
     ConfigError,
     CurriculumError,
     DamagedFileError,
@@ -71,7 +72,11 @@ def run_curriculum(options: RunOptions, reporter: Reporter | None = None) -> Cur
         with _signals_raise():
             run.lock = lock
             try:
-                start(run)
+                try:
+                    start(run)
+                except BlockedError:
+                    tracking.sync(run)  # the blocking decision, if a kill kept it back
+                    raise
                 notify.deliver(run)  # what earlier runs could not send
                 tracking.sync(run)  # the trackers' too
                 return _loop(run)

@@ -17,13 +17,16 @@ from fakes.workspace import (
     cli_env,
     fake_env,
     make_workspace,
+    read_state,
     run_argv,
+    set_scripts,
     stages_toml,
     warnings_reporter,
 )
 from fakes.workspace import run_in_process as run
 from readers import tensorboard_scalars
 
+from cosmic_curriculum.errors import BlockedError
 from cosmic_curriculum.system.fsio import FAULT_LOG_ENV, PAUSE_ENV
 from cosmic_curriculum.tracking import outbox
 
@@ -56,9 +59,10 @@ def silent_server() -> Iterator[int]:
     server.close()
 
 
-def workspace(tmp_path: Path, tracking: str) -> Path:
+def workspace(tmp_path: Path, tracking: str, max_retries: int = 2) -> Path:
     path = make_workspace(tmp_path / "ws")
-    (path / "stages.toml").write_text(stages_toml(["score"]) + "\n[tracking]\n" + tracking)
+    text = stages_toml(["score"], max_retries=max_retries)
+    (path / "stages.toml").write_text(text + "\n[tracking]\n" + tracking)
     return path
 
 
@@ -81,24 +85,25 @@ def test_a_hanging_tracker_costs_its_timeout_and_the_next_run_sends_the_decision
         tmp_path,
         f'timeout = 2\nmlflow = {{ tracking_uri = "http://127.0.0.1:{silent_server}", '
         'experiment = "arena" }\n',
+        max_retries=0,
     )
+    set_scripts(ws, eval_script={"*": "fail"})
     for key, value in fake_env(ws).items():
         monkeypatch.setenv(key, value)
     reporter = warnings_reporter()
-    state = run(ws, reporter=reporter)
-    assert state.status == "done"  # the decision was taken and committed
+    with pytest.raises(BlockedError):  # the decision was taken and committed
+        run(ws, reporter=reporter)
+    assert read_state(ws)["log"][0]["decision"] == "fail"
     [warning] = reporter.warnings
     assert warning.startswith("tracker mlflow did not finish within [tracking] timeout = 2 s")
     logs = ws / "logs"
     queued = [e["id"] for e in outbox.read_lines(outbox.events_file(logs))]
     assert "decision:1:curric-s1-score" in queued
-    assert outbox.load_progress(logs, "mlflow")["offsets"].get(outbox.EVENTS, 0) == 0
-    assert (
-        not any(p.name.startswith("mlflow") for p in (ws / "logs" / "tracking").glob("*.json"))
-        or outbox.load_progress(logs, "mlflow")["runs"] == {}
-    )
+    progress = outbox.load_progress(logs, "mlflow")
+    assert progress["offsets"].get(outbox.EVENTS, 0) == 0 and progress["runs"] == {}
 
-    # The tracker is reachable again (here: a file store): the next run sends it all.
+    # The tracker is reachable again (here: a file store): the next run, refused as
+    # blocked, still sends what the last one could not.
     text = (ws / "stages.toml").read_text()
     (ws / "stages.toml").write_text(
         text.replace(f"http://127.0.0.1:{silent_server}", "file:./mlruns").replace(
@@ -107,12 +112,15 @@ def test_a_hanging_tracker_costs_its_timeout_and_the_next_run_sends_the_decision
     )
     monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
     reporter = warnings_reporter()
-    run(ws, reporter=reporter)
+    with pytest.raises(BlockedError):
+        run(ws, reporter=reporter)
     assert reporter.warnings == [], (ws / "logs" / "tracking" / "mlflow.log").read_text()
-    assert mlflow_decisions(ws) == [(1, 1.0)]
+    assert mlflow_decisions(ws) == [(1, 0.0)]
 
 
-def test_a_run_killed_before_delivering_loses_no_decision(tmp_path: Path) -> None:
+def test_a_run_killed_before_delivering_loses_no_decision(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     ws = workspace(
         tmp_path,
         'tensorboard = true\nmlflow = { tracking_uri = "file:./mlruns", experiment = "arena" }\n',
@@ -147,3 +155,5 @@ def test_a_run_killed_before_delivering_loses_no_decision(tmp_path: Path) -> Non
     assert tensorboard_scalars(ws / "logs" / "tensorboard" / "curriculum")["curriculum/passed"] == [
         (1, 1.0)
     ]
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")  # for the test's own reader
+    assert mlflow_decisions(ws) == [(1, 1.0)]
