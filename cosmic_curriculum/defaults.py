@@ -222,3 +222,6 @@ MLFLOW_EXPERIMENT: Final = "cosmic-curriculum"
 # [tracking] wandb = {...}
 WANDB_PROJECT: Final = "cosmic-curriculum"
 WANDB_MODE: Final = "online"
+# During a training, MLflow and W&B get its scalars every this many seconds (in the
+# background; TensorBoard gets them as SB3 writes them).
+TRACKING_LIVE_SECONDS: Final = 120.0

@@ -5,9 +5,12 @@ the outbox lacks, then deliver it, bounded in time; every failure a warning)."""
 from __future__ import annotations
 
 import importlib.util
+import threading
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from cosmic_curriculum import defaults
 from cosmic_curriculum.errors import ConfigError
 from cosmic_curriculum.tracking import outbox
 from cosmic_curriculum.tracking.delivery import send_all
@@ -82,6 +85,72 @@ def _pending(name: str, logs: Path) -> bool:
     return False
 
 
+def _settings(run: Run) -> tuple[dict[str, dict[str, object]], str, float]:
+    tracking = tracking_of(run.config)
+    settings = {n: getattr(tracking, n).model_dump() for n in tracking.remote()}
+    wandb = tracking.wandb
+    group = (wandb.group if wandb is not None and wandb.group else None) or run.ws.name
+    return settings, group, tracking.timeout
+
+
+def _warn(run: Run, name: str, problem: str) -> None:
+    run.reporter.warning(
+        f"tracker {name} {problem}; the run goes on and the next delivery sends what "
+        f"it did not (log: {run.rel(outbox.directory(run.paths.logs) / f'{name}.log')})"
+    )
+
+
+class LiveDelivery:
+    """While trainings run: MLflow and W&B get their scalars every
+    ``TRACKING_LIVE_SECONDS``, delivered in a background thread, so the watch never waits
+    on a tracker; ``stop`` waits for the last one (bounded by the timeout) and says what
+    failed. The outbox gets the trainings' runs first (their parameters)."""
+
+    def __init__(self, run: Run) -> None:
+        self.run = run
+        self.names = [n for n in trackers(run.config) if n != "tensorboard"]
+        self.thread: threading.Thread | None = None
+        self.last = time.monotonic()
+        self.problems: list[tuple[str, str]] = []
+        if self.names:
+            try:
+                records = {str(r.get("id")): r for r in history.load(run.paths.history)}
+                queue(run.paths.logs, run.state, run.config, records)
+            except OSError:
+                self.names = []  # sync says why, after the training
+
+    def poll(self) -> None:
+        if not self.names or (self.thread is not None and self.thread.is_alive()):
+            return
+        self._report()
+        if time.monotonic() - self.last < defaults.TRACKING_LIVE_SECONDS:
+            return
+        self.last = time.monotonic()
+        settings, group, timeout = _settings(self.run)
+        run = self.run
+
+        def send() -> None:
+            try:
+                self.problems += send_all(
+                    self.names, run.ws, run.paths.logs, settings, group, timeout
+                )
+            except Exception as exc:  # a tracker never costs the run
+                self.problems.append(("delivery", f"{type(exc).__name__}: {exc}"))
+
+        self.thread = threading.Thread(target=send, name="tracker-delivery", daemon=True)
+        self.thread.start()
+
+    def stop(self) -> None:
+        if self.thread is not None:
+            self.thread.join(_settings(self.run)[2] + 10.0)  # its deliveries are bounded
+        self._report()
+
+    def _report(self) -> None:
+        problems, self.problems = self.problems, []
+        for name, problem in problems:
+            _warn(self.run, name, problem)
+
+
 def sync(run: Run) -> None:
     """Queue the state's events the outbox lacks (fsynced), then deliver to each tracker
     with something pending; a tracker that fails is a warning, its items stay queued."""
@@ -101,12 +170,6 @@ def sync(run: Run) -> None:
         return
     if not todo:
         return
-    tracking = tracking_of(run.config)
-    settings = {n: getattr(tracking, n).model_dump() for n in tracking.remote()}
-    wandb = tracking.wandb
-    group = (wandb.group if wandb is not None and wandb.group else None) or run.ws.name
-    for name, problem in send_all(todo, run.ws, logs, settings, group, tracking.timeout):
-        run.reporter.warning(
-            f"tracker {name} {problem}; the run goes on and the next delivery sends what "
-            f"it did not (log: {run.rel(outbox.directory(logs) / f'{name}.log')})"
-        )
+    settings, group, timeout = _settings(run)
+    for name, problem in send_all(todo, run.ws, logs, settings, group, timeout):
+        _warn(run, name, problem)

@@ -157,3 +157,33 @@ def test_a_run_killed_before_delivering_loses_no_decision(
     ]
     monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")  # for the test's own reader
     assert mlflow_decisions(ws) == [(1, 1.0)]
+
+
+@pytest.mark.slow
+def test_a_trainings_scalars_reach_mlflow_while_it_trains(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cosmic_curriculum import defaults
+
+    ws = workspace(tmp_path, 'mlflow = { tracking_uri = "file:./mlruns", experiment = "arena" }\n')
+    set_scripts(ws, trainer_script={"*": {"steps": 4, "step_seconds": 0.5}})
+    for key, value in fake_env(ws).items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setattr(defaults, "TRACKING_LIVE_SECONDS", 0.0)  # at every look
+    reporter = warnings_reporter()
+    assert run(ws, reporter=reporter).status == "done"
+    assert reporter.warnings == []
+    log = (ws / "logs" / "tracking" / "mlflow.log").read_text()
+    # at least one delivery during the training, then the decision's
+    assert log.count("delivered") >= 2
+    from mlflow.tracking import MlflowClient
+
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    client = MlflowClient(tracking_uri=f"file:{ws / 'mlruns'}")
+    experiment = client.get_experiment_by_name("arena")
+    assert experiment is not None
+    runs = {r.info.run_name: r for r in client.search_runs([experiment.experiment_id])}
+    attempt = runs["curric-s1-score"]
+    history = client.get_metric_history(attempt.info.run_id, "train/fake_loss")
+    assert [m.value for m in history] == [1.0, 0.5, 1 / 3, 0.25]  # each dump once
+    assert attempt.data.params["stage_name"] == "score"  # opened with its parameters
