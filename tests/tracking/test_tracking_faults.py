@@ -118,6 +118,7 @@ def test_a_hanging_tracker_costs_its_timeout_and_the_next_run_sends_the_decision
     assert mlflow_decisions(ws) == [(1, 0.0)]
 
 
+@pytest.mark.slow
 def test_a_run_killed_before_delivering_loses_no_decision(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
