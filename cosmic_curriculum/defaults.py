@@ -213,3 +213,19 @@ HISTORY_EXPORT_FORMAT: Final = "csv"
 
 # An external bot (`exec:` program): seconds it may take for one answer.
 BOT_TIMEOUT_SECONDS: Final = 10.0
+
+# --- experiment trackers ([tracking]) ---------------------------------------------------
+
+# [tracking] tensorboard unset: on when the tensorboard package is installed.
+TRACKING_TENSORBOARD: Final = None
+# Seconds one delivery to a tracker may take before its process group is stopped.
+TRACKING_TIMEOUT_SECONDS: Final = 30.0
+# [tracking] mlflow = {...}: a file store in the workspace, relative to it.
+MLFLOW_TRACKING_URI: Final = "file:./mlruns"
+MLFLOW_EXPERIMENT: Final = "cosmic-curriculum"
+# [tracking] wandb = {...}
+WANDB_PROJECT: Final = "cosmic-curriculum"
+WANDB_MODE: Final = "online"
+# During a training, MLflow and W&B get its scalars every this many seconds (in the
+# background; TensorBoard gets them as SB3 writes them).
+TRACKING_LIVE_SECONDS: Final = 120.0

@@ -33,6 +33,11 @@ from cosmic_curriculum.workspace.config import (
 from cosmic_curriculum.workspace.config_file import load_config
 from cosmic_curriculum.workspace.env_config import EnvSpec
 from cosmic_curriculum.workspace.state import Attempt
+from cosmic_curriculum.workspace.tracking_config import (
+    MlflowTracking,
+    TrackingConfig,
+    WandbTracking,
+)
 
 PACKAGE = Path(cosmic_curriculum.__file__).parent
 DEFAULTS_FILE = PACKAGE / "defaults.py"
@@ -70,6 +75,12 @@ FIELD_DEFAULTS: list[tuple[type[BaseModel], str, Any]] = [
     (EnvSpec, "kind", d.ENV_KIND),
     (LauncherConfig, "num_gpus", d.RAY_NUM_GPUS),
     (LauncherConfig, "num_cpus", d.RAY_NUM_CPUS),
+    (TrackingConfig, "tensorboard", d.TRACKING_TENSORBOARD),
+    (TrackingConfig, "timeout", d.TRACKING_TIMEOUT_SECONDS),
+    (MlflowTracking, "tracking_uri", d.MLFLOW_TRACKING_URI),
+    (MlflowTracking, "experiment", d.MLFLOW_EXPERIMENT),
+    (WandbTracking, "project", d.WANDB_PROJECT),
+    (WandbTracking, "mode", d.WANDB_MODE),
     (ExecReference, "timeout", d.BOT_TIMEOUT_SECONDS),
     (GameSettings, "decision_ticks", d.DECISION_TICKS),
     (GameSettings, "allow_vertical", d.ALLOW_VERTICAL),

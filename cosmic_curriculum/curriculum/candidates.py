@@ -35,6 +35,7 @@ from cosmic_curriculum.errors import TrainerError
 from cosmic_curriculum.launchers import Handle, RunOutcome, TrainerRecord, watch_many
 from cosmic_curriculum.system import processes as runner
 from cosmic_curriculum.system.clock import utc_now
+from cosmic_curriculum.tracking import hooks as tracking
 from cosmic_curriculum.workspace import history
 from cosmic_curriculum.workspace.state import Candidate
 
@@ -60,6 +61,7 @@ def train_candidates(run: Run) -> None:
             continue
         queue.append(c.k)
     k_max = len(run.flight.candidates or [])
+    live = tracking.LiveDelivery(run)  # their scalars to MLflow/W&B while they train
     watch_many(
         run.launcher,
         queue,
@@ -68,9 +70,11 @@ def train_candidates(run: Run) -> None:
         running=attached,
         cap=run.config.max_parallel(k_max),
         on_progress=lambda k, p: run.reporter.candidate_progress(run.flight, run.candidate(k), p),
+        on_poll=live.poll,
         timeout=run.opts.attempt_timeout,
         grace=run.opts.grace_seconds,
     )
+    live.stop()  # not after an interrupt: its delivery ends by its own alarm
     failed = [c for c in run.flight.candidates or [] if c.phase == "failed"]
     if failed:
         _candidates_error(run, failed)

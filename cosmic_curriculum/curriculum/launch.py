@@ -19,6 +19,7 @@ from cosmic_curriculum.system import fsio
 from cosmic_curriculum.system import processes as runner
 from cosmic_curriculum.system.clock import utc_now
 from cosmic_curriculum.system.processes import start_problem
+from cosmic_curriculum.tracking import hooks as tracking
 from cosmic_curriculum.workspace.stage_trainer import stage_trainer
 from cosmic_curriculum.workspace.state import Attempt
 from cosmic_curriculum.workspace.trainer_log import launch_header, trainer_error
@@ -134,7 +135,12 @@ def start_training(
     ``experiment``'s log: ``failed(problem)`` records a start that failed (then None),
     ``started(record)`` the group that runs it."""
     spec = logged_spec(
-        run, experiment, argv, tag=run.paths.attempt_tag(experiment), launch_id=launch_id
+        run,
+        experiment,
+        argv,
+        tag=run.paths.attempt_tag(experiment),
+        launch_id=launch_id,
+        env=tracking.trainer_env(run, experiment),
     )
     try:
         handle = run.launcher.start(spec)

@@ -30,6 +30,7 @@ from cosmic_curriculum.curriculum.resume import (
 )
 from cosmic_curriculum.curriculum.training import train
 from cosmic_curriculum.errors import (
+    BlockedError,
     ConfigError,
     CurriculumError,
     EvaluationError,
@@ -38,6 +39,7 @@ from cosmic_curriculum.errors import (
     TrainerError,
 )
 from cosmic_curriculum.system.clock import utc_now
+from cosmic_curriculum.tracking import hooks as tracking
 from cosmic_curriculum.workspace.config_file import load_config
 from cosmic_curriculum.workspace.layout import candidate_name, experiment_name
 from cosmic_curriculum.workspace.locate import is_workspace, where_to_run
@@ -71,8 +73,13 @@ def run_curriculum(options: RunOptions, reporter: Reporter | None = None) -> Cur
         with _signals_raise():
             run.lock = lock
             try:
-                start(run)
+                try:
+                    start(run)
+                except BlockedError:
+                    tracking.sync(run)  # the blocking decision, if a kill kept it back
+                    raise
                 notify.deliver(run)  # what earlier runs could not send
+                tracking.sync(run)  # the trackers' too
                 return _loop(run)
             except _Interrupt as interrupt:
                 raise _interrupted(run, interrupt.signum) from None
@@ -155,6 +162,7 @@ def _loop(run: Run) -> CurriculumState:
             run.reporter.attempt_decided(run.state.log[-1])
         elif step == "commit":
             persist(run)
+            tracking.sync(run)  # the decision, once committed (its training's curves first)
         else:
             break
     run.reporter.finished(run.state)

@@ -37,6 +37,7 @@ from cosmic_curriculum.system import fsio
 from cosmic_curriculum.system import processes as runner
 from cosmic_curriculum.system.clock import utc_now
 from cosmic_curriculum.system.processes import start_problem
+from cosmic_curriculum.tracking import hooks as tracking
 from cosmic_curriculum.vcs import repo as vcs
 from cosmic_curriculum.workspace import history
 from cosmic_curriculum.workspace.layout import experiment_name
@@ -237,6 +238,7 @@ def check_before_detach(run: Run) -> None:
     check_stage_range(run.state, len(run.config.stages), run.paths.state)
     history.load(run.paths.history)
     _check_config_change(run)
+    tracking.check(run.config)
     _override_flag(run)
     _preflight_commands(run)
 
@@ -287,6 +289,7 @@ def _apply_overrides(run: Run) -> None:
 
 
 def _preflight_commands(run: Run) -> None:
+    tracking.check(run.config)  # a tracker asked for is installed
     if run.state.status != "in_progress":
         return
     run.launcher.check(run.ws)

@@ -21,6 +21,7 @@ from cosmic_curriculum.curriculum.launch import (
 )
 from cosmic_curriculum.launchers import Handle, TrainerRecord, watch
 from cosmic_curriculum.system.clock import utc_now
+from cosmic_curriculum.tracking import hooks as tracking
 from cosmic_curriculum.workspace.state import Attempt
 
 
@@ -42,13 +43,16 @@ def train(run: Run) -> None:
         return
     else:
         handle = _launch(run, flight)
+    live = tracking.LiveDelivery(run)  # its scalars to MLflow/W&B while it trains
     outcome = watch(
         run.launcher,
         handle,
         on_progress=lambda p: run.reporter.training_progress(run.flight, p),
+        on_poll=live.poll,
         timeout=run.opts.attempt_timeout,
         grace=run.opts.grace_seconds,
     )
+    live.stop()  # not after an interrupt: its delivery ends by its own alarm
     problem = outcome_problem(run, outcome, flight.experiment)
     if problem is not None:
         run.apply(t.TrainingFailed(f"training command {problem}", outcome.last_progress))

@@ -18,7 +18,8 @@ from cosmic_curriculum.workspace.lock import WorkspaceLock
 
 # Environment variables carried into the tmux session (the tmux server may be older than
 # this shell and would otherwise start the run with its own, stale environment).
-SESSION_ENV_PREFIXES = ("COSMIC_CURRICULUM_", "FAKE_TRAINER_", "FAKE_EVAL_")
+# The trackers' settings and credentials too (passed to tmux, never written to a file).
+SESSION_ENV_PREFIXES = ("COSMIC_CURRICULUM_", "FAKE_TRAINER_", "FAKE_EVAL_", "WANDB_", "MLFLOW_")
 SESSION_ENV_NAMES = ("PATH", "PYTHONPATH", "VIRTUAL_ENV", "HOME")
 TMUX_SOCKET_ENV = "COSMIC_CURRICULUM_TMUX_SOCKET"
 # Set in the detached session: its pane is piped to a log, so the console draws plain lines.

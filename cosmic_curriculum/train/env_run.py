@@ -286,6 +286,10 @@ def _train(
         "timesteps",
         flush=True,
     )
+    from cosmic_curriculum.tracking.sb3 import tensorboard_dir, tracked_logger
+
+    # SB3's logger feeds TensorBoard and the trackers' spool when the curriculum says so.
+    model.set_logger(tracked_logger(settings.experiment, tensorboard_dir(None), not continued))
     if left > 0 and stop.signum is None:
         try:
             model.learn(

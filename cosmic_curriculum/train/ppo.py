@@ -120,14 +120,3 @@ def load_model(
         raise TrainerError(f"--resume {start}: cannot load checkpoint: {exc}") from None
     model.set_random_seed(settings.seed)
     return model
-
-
-def silence_logger(model: PPO) -> None:
-    """Give the model a logger with no outputs and no folder.
-
-    SB3's own logger without outputs still creates an empty SB3-<date> folder in the
-    system temp dir on every run.
-    """
-    from stable_baselines3.common.logger import Logger
-
-    model.set_logger(Logger(folder=None, output_formats=[]))

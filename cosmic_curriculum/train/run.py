@@ -68,15 +68,20 @@ def train(settings: TrainSettings, extra_callbacks: Sequence[Any] = ()) -> Train
     # Under self-play the ghost callback sets the real opponent before the first step.
     mode = "inert" if self_play else settings.opponent_mode
     env = ArenaVecEnv(settings.n_parallel, game, _opponent(settings, mode), settings.seed)
-    tensorboard_log = ppo.tensorboard_dir(layout)
+    from cosmic_curriculum.tracking.sb3 import tensorboard_dir, tracked_logger
+
+    # The curriculum's [tracking] when it launched us; on our own: when it is installed.
+    tensorboard_log = tensorboard_dir(ppo.tensorboard_dir(layout))
     if plan.start is None:
         model = ppo.new_model(settings, env, device, tensorboard_log)
     else:
         model = ppo.load_model(plan.start, settings, env, device, tensorboard_log)
     if plan.resumed_from is not None:
         _adapt_to_this_game(model, settings, plan.resumed_from, game)
-    if tensorboard_log is None:
-        ppo.silence_logger(model)
+    # SB3's logger feeds TensorBoard and the trackers' spool (never a temp folder).
+    model.set_logger(
+        tracked_logger(settings.experiment, tensorboard_log, plan.continued_from is None)
+    )
 
     total = settings.timesteps
     remaining = total

@@ -243,6 +243,7 @@ class CurriculumConfig(_Strict):
     trainer: TrainerTable | None = None
     stages: list[StageConfig] = Field(min_length=1)
     launcher: LauncherConfig = Field(default_factory=LauncherConfig)
+    tracking: dict[str, Any] = Field(default_factory=dict)  # checked by tracking_config
     path: Path = Field(Path("stages.toml"), exclude=True)
 
     @model_validator(mode="after")

@@ -28,6 +28,9 @@ def _keys_doc(loc: tuple[Any, ...]) -> str:
     return "README.md, `stages.toml`"
 
 
+SECRET_NOT_SHOWN = "(the value is not shown)"
+
+
 def describe(path: Path, text: str, exc: ValidationError) -> str:
     """The first validation error as `file:line: key: problem`."""
     err = exc.errors()[0]
@@ -42,7 +45,8 @@ def describe(path: Path, text: str, exc: ValidationError) -> str:
     else:
         msg = err["msg"].removeprefix("Value error, ")
         value = err.get("input")
-        scalar = isinstance(value, str | int | float | bool)
+        # A value that holds a secret is not repeated (SECRET_NOT_SHOWN ends its message).
+        scalar = isinstance(value, str | int | float | bool) and not msg.endswith(SECRET_NOT_SHOWN)
         problem = f"{msg} (got {toml_value(value)})" if scalar else msg
         if err["type"] in NUMBER_TYPES and isinstance(value, bool | str):
             problem = _not_a_number(err["type"], value)

@@ -47,6 +47,10 @@ def load_config(path: Path) -> CurriculumConfig:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
     try:
         config = CurriculumConfig(**data)
+        if config.tracking:  # its models load only for a file that has the table
+            from cosmic_curriculum.workspace.tracking_config import check_tracking
+
+            check_tracking(config.tracking)
     except ValidationError as exc:
         raise ConfigError(describe(path, text, exc)) from None
     except TypeError as exc:  # e.g. a table where a value was expected at the top level

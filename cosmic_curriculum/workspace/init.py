@@ -32,6 +32,11 @@ checkpoints/
 # temp files of interrupted atomic writes
 .*.tmp-*
 __pycache__/
+# the trackers' outbox and local stores (docs/TRACKING.md)
+logs/tracking/
+logs/tensorboard/
+mlruns/
+wandb/
 """
 # Environment variables carried into the tmux session (the tmux server may be older than
 # this shell and would otherwise start the run with its own, stale environment).

@@ -82,6 +82,11 @@ def main() -> int:
             flush=True,
         )
         (ckpt / f"step_{min(done, total)}.zip").write_bytes(b"PK fake checkpoint")
+        spool = os.environ.get("COSMIC_TRACKING_SCALARS")  # as SB3's logger would dump
+        if spool:
+            with open(spool, "a") as fh:
+                line = {"kind": "scalars", "key": exp, "step": min(done, total)}
+                fh.write(json.dumps({**line, "metrics": {"train/fake_loss": 1.0 / i}}) + "\n")
         if mode == "fail" and i >= 2:
             print("fake trainer: simulated crash: CUDA out of memory", flush=True)
             return 3

@@ -281,3 +281,40 @@ def test_a_workspace_the_cluster_cannot_see_stops_the_run_before_any_training(
     assert len(submitted) == 1 and submitted[0].startswith("cosmic-probe-")
     assert not list(ws.glob(".cosmic-probe-*"))
     assert (read_state(ws).get("in_flight") or {}).get("launched") is None
+
+
+def test_a_ray_jobs_scalars_reach_the_tracker_and_no_secret_reaches_the_job(
+    tmp_path: Path, ray_address: str
+) -> None:
+    from mlflow.tracking import MlflowClient
+    from ray.job_submission import JobSubmissionClient
+
+    ws = ray_workspace(tmp_path / "ws", ray_address)
+    text = (ws / "stages.toml").read_text()
+    one_stage = text.replace(
+        '[[stages]]\nname = "defend"\nflags = ["--stage-flag", "defend"]\n', ""
+    )
+    assert one_stage != text
+    tracking = '[tracking]\nmlflow = { tracking_uri = "file:./mlruns", experiment = "ray" }\n'
+    (ws / "stages.toml").write_text(one_stage + "\n" + tracking)
+    secrets = {"WANDB_API_KEY": "k" * 40, "MLFLOW_TRACKING_PASSWORD": "ray-secret-pw"}
+    env = {**cli_env(ws), **secrets, "MLFLOW_ALLOW_FILE_STORE": "true"}
+    done = subprocess.run(run_argv(ws), env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "warning" not in done.stderr
+
+    client = JobSubmissionClient(ray_address)
+    [job_id, *_] = [i for i in submission_ids(ray_address) if "curric-s1-score" in i]
+    job_env = client.get_job_info(job_id).runtime_env["env_vars"]
+    spool = ws / "logs" / "tracking" / "scalars" / "curric-s1-score.jsonl"
+    assert job_env["COSMIC_TRACKING_SCALARS"] == str(spool)
+    assert not set(secrets) & set(job_env)
+    assert not any(v in json.dumps(job_env) for v in secrets.values())
+
+    os.environ.setdefault("MLFLOW_ALLOW_FILE_STORE", "true")
+    mlflow = MlflowClient(tracking_uri=f"file:{ws / 'mlruns'}")
+    experiment = mlflow.get_experiment_by_name("ray")
+    assert experiment is not None
+    runs = {r.info.run_name: r for r in mlflow.search_runs([experiment.experiment_id])}
+    history = mlflow.get_metric_history(runs["curric-s1-score"].info.run_id, "train/fake_loss")
+    assert [m.value for m in history] == [1.0, 0.5, 1 / 3, 0.25]  # the job's 4 dumps
