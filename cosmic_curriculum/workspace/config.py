@@ -187,11 +187,10 @@ class StageConfig(_Strict):
 class LauncherConfig(_Strict):
     """Where trainings run (`[launcher]`): this machine, or a Ray cluster (docs/SCALING.md).
 
-    ``address`` is the Ray dashboard (Jobs API) address; empty means ``RAY_ADDRESS``, then
-    a ``ray start --head`` on this machine (``http://127.0.0.1:8265``); a cluster is never
-    started silently. ``num_gpus``, ``num_cpus`` and ``memory`` (bytes) are what each
-    training asks the cluster for; ``env`` adds environment variables to it (either
-    launcher); ``request_timeout`` bounds each call to the cluster.
+    ``address``: the Ray dashboard (Jobs API); empty means ``RAY_ADDRESS``, then a local
+    ``ray start --head`` (``http://127.0.0.1:8265``), never a cluster started silently.
+    ``num_gpus``, ``num_cpus``, ``memory`` (bytes): what each training asks for; ``env``:
+    its extra environment variables (either launcher); ``request_timeout``: per call.
     """
 
     kind: Literal["local", "ray"] = LAUNCHER_KIND
