@@ -647,7 +647,10 @@ def test_workspace_lock_that_cannot_be_created_is_a_one_line_error(
 
 @pytest.mark.slow
 def test_second_run_is_refused_while_an_orphaned_evaluator_runs(ws: Path) -> None:
-    set_scripts(ws, eval_script={"sleep": 2.0})
+    # The orphaned evaluator holds until the test releases it: a fixed sleep ran out
+    # before the second run had started on a loaded machine.
+    release = ws.parent / "release-evaluator"
+    set_scripts(ws, eval_script={"until": str(release)})
     env = cli_env(ws)
     out = open(ws.parent / "run.out", "ab")  # noqa: SIM115
     proc = subprocess.Popen(
@@ -671,6 +674,7 @@ def test_second_run_is_refused_while_an_orphaned_evaluator_runs(ws: Path) -> Non
         second = run_cli(ws)
         line = assert_one_line_error(second, "evaluation of curric-s1-score", "wait for it")
         assert "holds this workspace" in line
+        release.touch()
         deadline = time.monotonic() + 30
         while (ws / "eval_history.json").read_bytes() == history:
             assert time.monotonic() < deadline

@@ -37,7 +37,7 @@ def main() -> int:
         for line in Path("fake_evals.jsonl").read_text().splitlines():
             earlier += json.loads(line)["candidate"] == candidate
     outcome = script.get(f"{stem}#{earlier + 1}", script.get(stem, script.get("*", "pass")))
-    time.sleep(float(script.get("sleep", 0)))  # type: ignore[arg-type]
+    time.sleep(float(str(script.get("sleep", 0))))
     if script.get("until"):
         deadline = time.monotonic() + 300
         while not Path(str(script["until"])).exists() and time.monotonic() < deadline:
