@@ -23,6 +23,7 @@ import signal
 import subprocess
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -35,10 +36,12 @@ from numpy.typing import NDArray
 from cosmic_curriculum.arena.observations import OBS_SIZE
 from cosmic_curriculum.arena.policy import F32, check_decision_ticks
 from cosmic_curriculum.arena.rules import ACT_SIZE
+from cosmic_curriculum.bots.actions import action_fault
 from cosmic_curriculum.defaults import BOT_TIMEOUT_SECONDS
 from cosmic_curriculum.errors import BotError
 from cosmic_curriculum.system import fsio
 from cosmic_curriculum.system import processes as runner
+from cosmic_curriculum.system.terminal import printable
 
 PROTOCOL = "cosmic-bot/1"
 EXEC_PREFIX = "exec:"
@@ -50,6 +53,9 @@ REPLY_BYTES_PER_NUMBER = fsio.MAX_NUMBER_CHARS + 24
 STDERR_KEEP_BYTES = 8 * 1024
 STDERR_QUOTE_LINES = 3
 EXIT_GRACE_SECONDS = 2.0  # after stdin closes, before TERM; then again before KILL
+# Every process a bot starts inherits this variable with the bot's own value: a child that
+# left the bot's group (setsid) or outlived it is still found and stopped with it.
+TAG_ENV = "COSMIC_CURRICULUM_BOT"
 # Observations go out with 6 decimals: exact to the bot's float32 resolution over [-1, 1]
 # within 5e-7, and half the bytes of float32's full repr (measured: bench/).
 OBS_DECIMALS = 6
@@ -86,7 +92,8 @@ def parse_exec(spec: str, timeout: float | None = None, cwd: Path | None = None)
 
 
 def _one_line(text: str, limit: int = 200) -> str:
-    flat = " ".join(text.split())
+    """A program's words as one printable line: its escapes never act on a terminal."""
+    flat = printable(" ".join(text.split()), keep_newlines=False)
     return flat if len(flat) <= limit else flat[: limit - 3] + "..."
 
 
@@ -141,7 +148,10 @@ class ExternalBot:
         self._buf = bytearray()
         self._pending: NDArray[np.bool_] | None = None
         self._closed = False
+        self.tag = uuid.uuid4().hex
         self._proc = self._start()
+        # Readable once the program exits, even while a child of it holds its stdout open.
+        self._exit_fds = _exit_fds(self._proc.pid)
         scope = _SCOPE.get()
         if scope is not None:
             scope.append(self)
@@ -183,6 +193,7 @@ class ExternalBot:
                 stderr=subprocess.PIPE,
                 start_new_session=True,  # its own group: stopped whole, never by our signals
                 close_fds=True,
+                env={**os.environ, TAG_ENV: self.tag},
                 bufsize=0,
             )
         except OSError as exc:
@@ -208,9 +219,14 @@ class ExternalBot:
             proc.stdin.close()
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(EXIT_GRACE_SECONDS)
-        # Always: children the program started live on in its group after it exits.
+        # Always: children the program started live on in its group after it exits, and
+        # those that left the group (setsid) carry its tag.
         runner.stop_group(proc.pid, EXIT_GRACE_SECONDS, reap=proc.poll)
+        runner.stop_processes(runner.tagged_processes(TAG_ENV, self.tag), EXIT_GRACE_SECONDS)
         proc.poll()
+        for fd in self._exit_fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
         self._stderr.join(1.0)
         for stream in (proc.stdout, proc.stderr):
             with contextlib.suppress(OSError):
@@ -225,12 +241,13 @@ class ExternalBot:
 
     # -- protocol -----------------------------------------------------------------------
 
-    def _exited(self, during: str) -> BotError:
+    def _exited(self, during: str, closed: str = "stdout") -> BotError:
+        """The program's real end (its exit status or signal), else the stream it closed."""
         code = None
         with contextlib.suppress(subprocess.TimeoutExpired):
             code = self._proc.wait(1.0)
         if code is None:
-            how = "closed its stdout"
+            how = f"closed its {closed}"
         elif code < 0:
             how = f"was killed by {signal.Signals(-code).name}"
         else:
@@ -241,6 +258,8 @@ class ExternalBot:
         """Write ``request`` (may be empty) and read one line, all within the timeout."""
         deadline = time.monotonic() + self.spec.timeout
         out, inp = self._fd("stdout"), self._fd("stdin")
+        if request:
+            self._nothing_ahead(out, during)
         view, sent, scanned = memoryview(request), 0, 0
         while True:
             newline = self._buf.find(b"\n", scanned)
@@ -260,19 +279,35 @@ class ExternalBot:
                 what = "answer" if sent == len(view) else "read its request"
                 raise self._fault(f"did not {what} within {self.spec.timeout:g} s {during}")
             writers = [inp] if sent < len(view) else []
-            readable, writable, _ = select.select([out], writers, [], left)
+            readable, writable, _ = select.select([out, *self._exit_fds], writers, [], left)
             if writable:
                 try:
                     sent += os.write(inp, view[sent : sent + 65536])
                 except BlockingIOError:
                     pass
                 except (BrokenPipeError, ConnectionResetError):
-                    raise self._exited(during) from None
-            if readable:
+                    raise self._exited(during, closed="stdin") from None
+            if out in readable:
                 chunk = os.read(out, 1 << 20)
                 if not chunk:
                     raise self._exited(during)
                 self._buf += chunk
+            elif readable and b"\n" not in self._buf:
+                raise self._exited(during)  # gone, though a child of it keeps stdout open
+
+    def _nothing_ahead(self, out: int, during: str) -> None:
+        """Before a request: a program that already wrote more than it was asked answers
+        ahead, and every later answer would belong to an earlier request."""
+        if not self._buf and select.select([out], [], [], 0)[0]:
+            chunk = os.read(out, 1 << 20)
+            if not chunk:
+                raise self._exited(during)
+            self._buf += chunk
+        if self._buf:
+            raise self._fault(
+                f"wrote {len(self._buf)} bytes nobody asked for before request "
+                f"{self.requests} (one answer line per request: it answers ahead)"
+            )
 
     def _parse(self, line: str, during: str) -> Any:
         try:
@@ -350,10 +385,18 @@ class ExternalBot:
         if not all(type(v) in (int, float) for r in rows for v in r):
             raise self._fault(f"answered actions that are not all numbers {during}")
         actions = np.asarray(rows, dtype=np.float64)
-        if np.abs(actions).max(initial=0.0) > 1.0:
-            worst = float(actions.flat[int(np.abs(actions).argmax())])
-            raise self._fault(f"answered action {worst!r} outside [-1, 1] {during}")
+        fault = action_fault(actions, n)  # the check every bot we did not compute passes
+        if fault is not None:
+            raise self._fault(f"{fault} {during}")
         return actions.astype(np.float32)
+
+
+def _exit_fds(pid: int) -> list[int]:
+    """A pidfd of ``pid`` (Linux 5.3+), or none where the kernel has none."""
+    try:
+        return [os.pidfd_open(pid)]
+    except (AttributeError, OSError):
+        return []
 
 
 def _shape(value: Any) -> str:

@@ -94,7 +94,7 @@ def evaluate_command(
         from rich.progress import Progress
 
         from cosmic_curriculum.bots import as_source
-        from cosmic_curriculum.cli.tables import evaluation_table
+        from cosmic_curriculum.cli.tables import evaluation_table, shown
         from cosmic_curriculum.envs.policy import is_env_bot_file
         from cosmic_curriculum.errors import ConfigError
         from cosmic_curriculum.evaluation.evaluate import run_evaluation
@@ -134,8 +134,8 @@ def evaluate_command(
             )
         console = Console()
         console.print(evaluation_table(record))
-        console.print(record["summary"], highlight=False, soft_wrap=True)
-        console.print(f"record [bold]{record['id']}[/] appended to {history_path}")
+        console.print(shown(record["summary"]), highlight=False, soft_wrap=True)
+        console.print(f"record [bold]{shown(record['id'])}[/] appended to {shown(history_path)}")
 
     guarded(run)
 
@@ -152,6 +152,7 @@ def _evaluate_env_bots(
     """An env bot (a Gymnasium stage's) against another or `random`, by episode returns."""
     from cosmic_curriculum.envs.evaluate import RANDOM, evaluate_env
     from cosmic_curriculum.system import fsio
+    from cosmic_curriculum.system.terminal import printable
 
     fsio.check_output_file(history_path, "--history")
     played: Path | str = RANDOM if reference in (RANDOM, f"builtin:{RANDOM}") else Path(reference)
@@ -165,9 +166,11 @@ def _evaluate_env_bots(
             deterministic=deterministic,
         )
     print(
-        f"{candidate} vs {reference}: {record['wins_a']}-{record['wins_b']}, "
-        f"{record['draws']} draws, {record['successes']}/{record['episodes']} successes; "
-        f"record {record['id']} appended to {history_path}"
+        printable(
+            f"{candidate} vs {reference}: {record['wins_a']}-{record['wins_b']}, "
+            f"{record['draws']} draws, {record['successes']}/{record['episodes']} successes; "
+            f"record {record['id']} appended to {history_path}"
+        )
     )
 
 
@@ -192,6 +195,7 @@ def replay_command(
         from cosmic_curriculum.errors import ConfigError
         from cosmic_curriculum.evaluation.evaluate import render_replay
         from cosmic_curriculum.system.fsio import check_output_file
+        from cosmic_curriculum.system.terminal import printable
 
         check_output_file(out, "--out")
         if is_env_bot_file(Path(candidate)) or _is_env_twin(Path(candidate)):
@@ -200,14 +204,15 @@ def replay_command(
             from cosmic_curriculum.envs.replay import render_env_replay
 
             info = render_env_replay(Path(candidate), out, seed=seed)
-            sys.stdout.write(f"{info['title']}; wrote {info['out']}\n")
+            sys.stdout.write(printable(f"{info['title']}; wrote {info['out']}") + "\n")
             return
         if reference is None:
             raise ConfigError(f"replay {candidate}: an arena match needs REFERENCE, the other bot")
         blue, orange = as_source(candidate, bot_timeout), as_source(reference, bot_timeout)
         info = render_replay(blue, orange, out, seed=seed)
         outcome = {1: "candidate won", -1: "reference won", 0: "draw"}[info["outcome"]]
-        sys.stdout.write(f"{outcome} after {info['seconds']:.1f} s; wrote {info['out']}\n")
+        said = f"{outcome} after {info['seconds']:.1f} s; wrote {info['out']}"
+        sys.stdout.write(printable(said) + "\n")
 
     guarded(run)
 
@@ -242,7 +247,7 @@ def ladder_command(
         from rich.console import Console
 
         from cosmic_curriculum.bots import as_source
-        from cosmic_curriculum.cli.tables import ladder_table
+        from cosmic_curriculum.cli.tables import ladder_table, shown
         from cosmic_curriculum.envs.ladder import has_env_bots
         from cosmic_curriculum.evaluation.ladder import LADDER_FILES, run_ladder
         from cosmic_curriculum.system.fsio import check_output_dir, check_output_file
@@ -269,8 +274,8 @@ def ladder_command(
         console = Console()
         console.print(ladder_table(doc, pairs))
         for skipped in doc["skipped"]:
-            console.print(f"skipped: {skipped['reason']}", highlight=False, soft_wrap=True)
-        files = doc["files"]
+            console.print(f"skipped: {shown(skipped['reason'])}", highlight=False, soft_wrap=True)
+        files = {key: shown(path) for key, path in doc["files"].items()}
         console.print(f"wrote {files['table']}, {files['png']}, {files['json']}")
 
     guarded(run)

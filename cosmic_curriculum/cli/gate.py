@@ -119,7 +119,12 @@ def gate_simulate_command(
         from cosmic_curriculum.errors import ConfigError, EvaluationError
         from cosmic_curriculum.evaluation import threshold
         from cosmic_curriculum.evaluation.evaluate import check_even
-        from cosmic_curriculum.evaluation.gate import SimSpec, simulate_table, spec_label
+        from cosmic_curriculum.evaluation.gate import (
+            MAX_TRIALS,
+            SimSpec,
+            simulate_table,
+            spec_label,
+        )
         from cosmic_curriculum.system import fsio
 
         try:
@@ -130,8 +135,11 @@ def gate_simulate_command(
             ) from None
         if not rates or any(not 0.0 <= r < 1.0 for r in rates):
             raise ConfigError(f"--draws {draws!r}: each draw rate must be in [0, 1)")
-        if trials < 1:
-            raise ConfigError(f"--trials {trials}: must be >= 1")
+        if not 1 <= trials <= MAX_TRIALS:
+            raise ConfigError(
+                f"--trials {trials}: must be between 1 and {MAX_TRIALS:,} (a rate's Monte "
+                "Carlo error is then below 0.1%; the trials of a cell are held at once)"
+            )
         if model not in ("pentanomial", "trinomial"):
             raise ConfigError(f"--model {model!r}: choose pentanomial or trinomial")
         sprt_model: SprtModel = "pentanomial" if model == "pentanomial" else "trinomial"
