@@ -21,7 +21,6 @@ import shlex
 import shutil
 import signal
 import subprocess
-import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -37,11 +36,11 @@ from cosmic_curriculum.arena.observations import OBS_SIZE
 from cosmic_curriculum.arena.policy import F32, check_decision_ticks
 from cosmic_curriculum.arena.rules import ACT_SIZE
 from cosmic_curriculum.bots.actions import action_fault
+from cosmic_curriculum.bots.stderr_tail import StderrTail, one_line
 from cosmic_curriculum.defaults import BOT_TIMEOUT_SECONDS
 from cosmic_curriculum.errors import BotError
 from cosmic_curriculum.system import fsio
 from cosmic_curriculum.system import processes as runner
-from cosmic_curriculum.system.terminal import printable
 
 PROTOCOL = "cosmic-bot/1"
 EXEC_PREFIX = "exec:"
@@ -50,8 +49,6 @@ MAX_HANDSHAKE_BYTES = 64 * 1024
 # A reply holds n x ACT_SIZE numbers of at most fsio.MAX_NUMBER_CHARS characters each;
 # allow that with room for separators and whitespace, never more.
 REPLY_BYTES_PER_NUMBER = fsio.MAX_NUMBER_CHARS + 24
-STDERR_KEEP_BYTES = 8 * 1024
-STDERR_QUOTE_LINES = 3
 EXIT_GRACE_SECONDS = 2.0  # after stdin closes, before TERM; then again before KILL
 # Every process a bot starts inherits this variable with the bot's own value: a child that
 # left the bot's group (setsid) or outlived it is still found and stopped with it.
@@ -91,46 +88,6 @@ def parse_exec(spec: str, timeout: float | None = None, cwd: Path | None = None)
     return ExecSpec(tuple(argv), BOT_TIMEOUT_SECONDS if timeout is None else timeout, cwd)
 
 
-def _one_line(text: str, limit: int = 200) -> str:
-    """A program's words as one printable line: its escapes never act on a terminal."""
-    flat = printable(" ".join(text.split()), keep_newlines=False)
-    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
-
-
-class _StderrTail:
-    """Drains a pipe on a thread so the program never blocks on stderr; keeps the end."""
-
-    def __init__(self, fd: int) -> None:
-        self._fd = fd
-        self._tail = bytearray()
-        self.total = 0
-        self._thread = threading.Thread(target=self._drain, name="bot-stderr", daemon=True)
-        self._thread.start()
-
-    def _drain(self) -> None:
-        while True:
-            try:
-                chunk = os.read(self._fd, 65536)
-            except OSError:
-                return
-            if not chunk:
-                return
-            self.total += len(chunk)
-            self._tail += chunk
-            if len(self._tail) > 2 * STDERR_KEEP_BYTES:
-                del self._tail[: len(self._tail) - STDERR_KEEP_BYTES]
-
-    def join(self, seconds: float) -> None:
-        self._thread.join(seconds)
-
-    def quote(self) -> str:
-        """`` (stderr: last | lines)`` or ``""``; one line for the error message."""
-        time.sleep(0.05)  # let the drain thread catch the program's last words
-        lines = bytes(self._tail).decode("utf-8", "replace").splitlines()
-        last = [_one_line(ln, 160) for ln in lines if ln.strip()][-STDERR_QUOTE_LINES:]
-        return f" (stderr: {' | '.join(last)})" if last else ""
-
-
 class ExternalBot:
     """A ``Policy`` answered by a program over the ``cosmic-bot/1`` protocol.
 
@@ -155,7 +112,7 @@ class ExternalBot:
         scope = _SCOPE.get()
         if scope is not None:
             scope.append(self)
-        self._stderr = _StderrTail(self._fd("stderr"))
+        self._stderr = StderrTail(self._fd("stderr"))
         try:
             self.decision_ticks = self._handshake()
         except BaseException:
@@ -337,7 +294,7 @@ class ExternalBot:
         if name is not None:
             if not isinstance(name, str) or not name.strip():
                 raise self._fault(f"handshake name {name!r} is not a non-empty string")
-            self.name = _one_line(name, 60)
+            self.name = one_line(name, 60)
         return ticks
 
     def reset(self, mask: NDArray[np.bool_]) -> None:

@@ -30,6 +30,7 @@ from cosmic_curriculum.bots.actions import action_fault
 from cosmic_curriculum.bots.format import bot_from_document, bot_sha256, read_document
 from cosmic_curriculum.bots.mlp import OBS_CLIP, MlpBot
 from cosmic_curriculum.bots.schema import fault, validate_document
+from cosmic_curriculum.defaults import ONNX_PROBE_SECONDS
 from cosmic_curriculum.errors import BotError
 from cosmic_curriculum.system import fsio
 from cosmic_curriculum.system.terminal import printable
@@ -65,7 +66,7 @@ REQUIRED_TO_PLAY = ("decision_ticks", "game")
 # allocates without end or never returns is refused up front, and cannot take this
 # process's memory or time with it.
 PROBE_GAMES = 4
-PROBE_SECONDS = 60.0
+PROBE_SECONDS = ONNX_PROBE_SECONDS
 PROBE_ADDRESS_SPACE_BYTES = 2 << 30
 PROBE_ERROR_CHARS = 300
 _PROBE = """
@@ -173,7 +174,8 @@ def write_onnx(json_path: str | Path, out: str | Path | None = None) -> Path:
     valid = validate_document(doc, str(json_path))
     if valid.kind != "mlp":
         raise BotError(
-            f"{json_path}: a {valid.kind} bot has no network to convert; only mlp bots "
+            f"{json_path}: {'an' if valid.kind[:1] in 'aeiou' else 'a'} {valid.kind} bot "
+            "has no network to convert; only mlp bots "
             "export to ONNX"
         )
     bot = bot_from_document(doc, str(json_path))

@@ -216,11 +216,6 @@ def _llr_unique(
     return llr[inverse.reshape(-1)]
 
 
-# Each cell holds its trials' counts at once (a few int64 per trial and rule); a million
-# keeps that near 100 MB and a rate's Monte Carlo error under 0.1%.
-MAX_TRIALS = 1_000_000
-
-
 def simulate(
     settings: GateSettings,
     *,

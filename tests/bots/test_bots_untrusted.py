@@ -399,3 +399,11 @@ def test_the_probe_is_bounded_in_time(tmp_path: Path, monkeypatch: pytest.Monkey
     path = scaled(tmp_path / "ok.onnx", 0.0)
     with pytest.raises(BotError, match=r"did not play a batch of 4 games within 0.0001 s"):
         bots.load_bot(path)
+
+
+def test_the_article_fits_the_kind(inert: Path) -> None:
+    """ "a inert bot has no network to convert"."""
+    from cosmic_curriculum.bots.onnx_model import write_onnx
+
+    with pytest.raises(BotError, match=r"inert.json: an inert bot has no network to convert"):
+        write_onnx(inert)
