@@ -170,6 +170,9 @@ SELFPLAY_ROOKIE_SHARE: Final = 0.5
 SIMULATE_RULES: Final = ("margin", "sprt")
 # Monte Carlo trials per (rule, draw rate, true strength) cell.
 SIMULATE_TRIALS: Final = 20_000
+# At most this many: a cell holds its trials' counts at once (a few int64 per trial), a
+# million keeps that near 100 MB and a rate's Monte Carlo error under 0.1%.
+SIMULATE_MAX_TRIALS: Final = 1_000_000
 # Draw rates simulated, comma-separated (as the option takes them).
 SIMULATE_DRAW_RATES: Final = "0,0.2,0.4"
 # SPRT's outcome model: "pentanomial" (pair scores) or "trinomial" (single games).
@@ -210,6 +213,10 @@ ENV_REPLAY_FPS: Final = 15
 HISTORY_EXPORT_FORMAT: Final = "csv"
 
 # --- bots -------------------------------------------------------------------------------
+
+# An ONNX bot is first loaded and played (a batch of a few games) in a child process
+# bounded to this many seconds (and 2 GiB of address space) before any match.
+ONNX_PROBE_SECONDS: Final = 60.0
 
 # An external bot (`exec:` program): seconds it may take for one answer.
 BOT_TIMEOUT_SECONDS: Final = 10.0

@@ -21,8 +21,8 @@ import shlex
 import shutil
 import signal
 import subprocess
-import threading
 import time
+import uuid
 from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -35,6 +35,8 @@ from numpy.typing import NDArray
 from cosmic_curriculum.arena.observations import OBS_SIZE
 from cosmic_curriculum.arena.policy import F32, check_decision_ticks
 from cosmic_curriculum.arena.rules import ACT_SIZE
+from cosmic_curriculum.bots.actions import action_fault
+from cosmic_curriculum.bots.stderr_tail import StderrTail, one_line
 from cosmic_curriculum.defaults import BOT_TIMEOUT_SECONDS
 from cosmic_curriculum.errors import BotError
 from cosmic_curriculum.system import fsio
@@ -47,9 +49,10 @@ MAX_HANDSHAKE_BYTES = 64 * 1024
 # A reply holds n x ACT_SIZE numbers of at most fsio.MAX_NUMBER_CHARS characters each;
 # allow that with room for separators and whitespace, never more.
 REPLY_BYTES_PER_NUMBER = fsio.MAX_NUMBER_CHARS + 24
-STDERR_KEEP_BYTES = 8 * 1024
-STDERR_QUOTE_LINES = 3
 EXIT_GRACE_SECONDS = 2.0  # after stdin closes, before TERM; then again before KILL
+# Every process a bot starts inherits this variable with the bot's own value: a child that
+# left the bot's group (setsid) or outlived it is still found and stopped with it.
+TAG_ENV = "COSMIC_CURRICULUM_BOT"
 # Observations go out with 6 decimals: exact to the bot's float32 resolution over [-1, 1]
 # within 5e-7, and half the bytes of float32's full repr (measured: bench/).
 OBS_DECIMALS = 6
@@ -85,45 +88,6 @@ def parse_exec(spec: str, timeout: float | None = None, cwd: Path | None = None)
     return ExecSpec(tuple(argv), BOT_TIMEOUT_SECONDS if timeout is None else timeout, cwd)
 
 
-def _one_line(text: str, limit: int = 200) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
-
-
-class _StderrTail:
-    """Drains a pipe on a thread so the program never blocks on stderr; keeps the end."""
-
-    def __init__(self, fd: int) -> None:
-        self._fd = fd
-        self._tail = bytearray()
-        self.total = 0
-        self._thread = threading.Thread(target=self._drain, name="bot-stderr", daemon=True)
-        self._thread.start()
-
-    def _drain(self) -> None:
-        while True:
-            try:
-                chunk = os.read(self._fd, 65536)
-            except OSError:
-                return
-            if not chunk:
-                return
-            self.total += len(chunk)
-            self._tail += chunk
-            if len(self._tail) > 2 * STDERR_KEEP_BYTES:
-                del self._tail[: len(self._tail) - STDERR_KEEP_BYTES]
-
-    def join(self, seconds: float) -> None:
-        self._thread.join(seconds)
-
-    def quote(self) -> str:
-        """`` (stderr: last | lines)`` or ``""``; one line for the error message."""
-        time.sleep(0.05)  # let the drain thread catch the program's last words
-        lines = bytes(self._tail).decode("utf-8", "replace").splitlines()
-        last = [_one_line(ln, 160) for ln in lines if ln.strip()][-STDERR_QUOTE_LINES:]
-        return f" (stderr: {' | '.join(last)})" if last else ""
-
-
 class ExternalBot:
     """A ``Policy`` answered by a program over the ``cosmic-bot/1`` protocol.
 
@@ -141,11 +105,14 @@ class ExternalBot:
         self._buf = bytearray()
         self._pending: NDArray[np.bool_] | None = None
         self._closed = False
+        self.tag = uuid.uuid4().hex
         self._proc = self._start()
+        # Readable once the program exits, even while a child of it holds its stdout open.
+        self._exit_fds = _exit_fds(self._proc.pid)
         scope = _SCOPE.get()
         if scope is not None:
             scope.append(self)
-        self._stderr = _StderrTail(self._fd("stderr"))
+        self._stderr = StderrTail(self._fd("stderr"))
         try:
             self.decision_ticks = self._handshake()
         except BaseException:
@@ -183,6 +150,7 @@ class ExternalBot:
                 stderr=subprocess.PIPE,
                 start_new_session=True,  # its own group: stopped whole, never by our signals
                 close_fds=True,
+                env={**os.environ, TAG_ENV: self.tag},
                 bufsize=0,
             )
         except OSError as exc:
@@ -208,9 +176,14 @@ class ExternalBot:
             proc.stdin.close()
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(EXIT_GRACE_SECONDS)
-        # Always: children the program started live on in its group after it exits.
+        # Always: children the program started live on in its group after it exits, and
+        # those that left the group (setsid) carry its tag.
         runner.stop_group(proc.pid, EXIT_GRACE_SECONDS, reap=proc.poll)
+        runner.stop_processes(runner.tagged_processes(TAG_ENV, self.tag), EXIT_GRACE_SECONDS)
         proc.poll()
+        for fd in self._exit_fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
         self._stderr.join(1.0)
         for stream in (proc.stdout, proc.stderr):
             with contextlib.suppress(OSError):
@@ -225,12 +198,13 @@ class ExternalBot:
 
     # -- protocol -----------------------------------------------------------------------
 
-    def _exited(self, during: str) -> BotError:
+    def _exited(self, during: str, closed: str = "stdout") -> BotError:
+        """The program's real end (its exit status or signal), else the stream it closed."""
         code = None
         with contextlib.suppress(subprocess.TimeoutExpired):
             code = self._proc.wait(1.0)
         if code is None:
-            how = "closed its stdout"
+            how = f"closed its {closed}"
         elif code < 0:
             how = f"was killed by {signal.Signals(-code).name}"
         else:
@@ -241,6 +215,8 @@ class ExternalBot:
         """Write ``request`` (may be empty) and read one line, all within the timeout."""
         deadline = time.monotonic() + self.spec.timeout
         out, inp = self._fd("stdout"), self._fd("stdin")
+        if request:
+            self._nothing_ahead(out, during)
         view, sent, scanned = memoryview(request), 0, 0
         while True:
             newline = self._buf.find(b"\n", scanned)
@@ -260,19 +236,35 @@ class ExternalBot:
                 what = "answer" if sent == len(view) else "read its request"
                 raise self._fault(f"did not {what} within {self.spec.timeout:g} s {during}")
             writers = [inp] if sent < len(view) else []
-            readable, writable, _ = select.select([out], writers, [], left)
+            readable, writable, _ = select.select([out, *self._exit_fds], writers, [], left)
             if writable:
                 try:
                     sent += os.write(inp, view[sent : sent + 65536])
                 except BlockingIOError:
                     pass
                 except (BrokenPipeError, ConnectionResetError):
-                    raise self._exited(during) from None
-            if readable:
+                    raise self._exited(during, closed="stdin") from None
+            if out in readable:
                 chunk = os.read(out, 1 << 20)
                 if not chunk:
                     raise self._exited(during)
                 self._buf += chunk
+            elif readable and b"\n" not in self._buf:
+                raise self._exited(during)  # gone, though a child of it keeps stdout open
+
+    def _nothing_ahead(self, out: int, during: str) -> None:
+        """Before a request: a program that already wrote more than it was asked answers
+        ahead, and every later answer would belong to an earlier request."""
+        if not self._buf and select.select([out], [], [], 0)[0]:
+            chunk = os.read(out, 1 << 20)
+            if not chunk:
+                raise self._exited(during)
+            self._buf += chunk
+        if self._buf:
+            raise self._fault(
+                f"wrote {len(self._buf)} bytes nobody asked for before request "
+                f"{self.requests} (one answer line per request: it answers ahead)"
+            )
 
     def _parse(self, line: str, during: str) -> Any:
         try:
@@ -302,7 +294,7 @@ class ExternalBot:
         if name is not None:
             if not isinstance(name, str) or not name.strip():
                 raise self._fault(f"handshake name {name!r} is not a non-empty string")
-            self.name = _one_line(name, 60)
+            self.name = one_line(name, 60)
         return ticks
 
     def reset(self, mask: NDArray[np.bool_]) -> None:
@@ -350,10 +342,18 @@ class ExternalBot:
         if not all(type(v) in (int, float) for r in rows for v in r):
             raise self._fault(f"answered actions that are not all numbers {during}")
         actions = np.asarray(rows, dtype=np.float64)
-        if np.abs(actions).max(initial=0.0) > 1.0:
-            worst = float(actions.flat[int(np.abs(actions).argmax())])
-            raise self._fault(f"answered action {worst!r} outside [-1, 1] {during}")
+        fault = action_fault(actions, n)  # the check every bot we did not compute passes
+        if fault is not None:
+            raise self._fault(f"{fault} {during}")
         return actions.astype(np.float32)
+
+
+def _exit_fds(pid: int) -> list[int]:
+    """A pidfd of ``pid`` (Linux 5.3+), or none where the kernel has none."""
+    try:
+        return [os.pidfd_open(pid)]
+    except (AttributeError, OSError):
+        return []
 
 
 def _shape(value: Any) -> str:

@@ -13,6 +13,8 @@ and ``onnxruntime`` (to run) are imported inside the functions that need them.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,11 +27,14 @@ from cosmic_curriculum.arena.observations import OBS_SIZE
 from cosmic_curriculum.arena.policy import F32, check_decision_ticks
 from cosmic_curriculum.arena.rules import ACT_SIZE
 from cosmic_curriculum.arena.settings import GameSettings
+from cosmic_curriculum.bots.actions import action_fault
 from cosmic_curriculum.bots.format import bot_from_document, bot_sha256, read_document
 from cosmic_curriculum.bots.mlp import OBS_CLIP, MlpBot
 from cosmic_curriculum.bots.schema import fault, validate_document
+from cosmic_curriculum.defaults import ONNX_PROBE_SECONDS
 from cosmic_curriculum.errors import BotError
 from cosmic_curriculum.system import fsio
+from cosmic_curriculum.system.terminal import printable
 
 if TYPE_CHECKING:
     from onnx import ModelProto
@@ -57,6 +62,40 @@ METADATA_KEYS = (
     "source_sha256",  # sha256 of the bot JSON's bytes
 )
 REQUIRED_TO_PLAY = ("decision_ticks", "game")
+# Before a model is trusted with a match, a child process loads it and plays one batch of
+# this many games within these bounds: a graph fixed to another batch size, a node that
+# allocates without end or never returns is refused up front, and cannot take this
+# process's memory or time with it.
+PROBE_GAMES = 4
+PROBE_SECONDS = ONNX_PROBE_SECONDS
+PROBE_ADDRESS_SPACE_BYTES = 2 << 30
+PROBE_ERROR_CHARS = 300
+_PROBE = """
+import resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (int(sys.argv[2]), int(sys.argv[2])))
+import numpy as np
+import onnxruntime as ort
+ort.set_default_logger_severity(3)
+options = ort.SessionOptions()
+options.intra_op_num_threads = options.inter_op_num_threads = 1
+options.log_severity_level = 3
+
+def said(exc, code):
+    sys.stdout.write(" ".join(str(exc).split()) or type(exc).__name__)
+    sys.exit(code)
+
+try:
+    session = ort.InferenceSession(sys.argv[1], options, providers=["CPUExecutionProvider"])
+except BaseException as exc:
+    said(exc, 3)
+inputs = session.get_inputs()
+shape = list(inputs[0].shape or []) if len(inputs) == 1 else []
+if len(shape) == 2 and not isinstance(shape[0], int) and shape[1] == int(sys.argv[4]):
+    try:  # the parent names what else is wrong with the inputs
+        session.run(None, {inputs[0].name: np.zeros((int(sys.argv[3]), shape[1]), np.float32)})
+    except BaseException as exc:
+        said(exc, 4)
+"""
 
 
 def onnx_path_for(json_path: Path) -> Path:
@@ -141,7 +180,8 @@ def write_onnx(
     valid = validate_document(doc, str(json_path))
     if valid.kind != "mlp":
         raise BotError(
-            f"{json_path}: a {valid.kind} bot has no network to convert; only mlp bots "
+            f"{json_path}: {'an' if valid.kind[:1] in 'aeiou' else 'a'} {valid.kind} bot "
+            "has no network to convert; only mlp bots "
             "export to ONNX"
         )
     bot = bot_from_document(doc, str(json_path))
@@ -186,16 +226,33 @@ class OnnxBot:
         self.source = source
         self.input_name = session.get_inputs()[0].name
         self.output_name = session.get_outputs()[0].name
+        self.decisions = 0
 
     def act(self, obs: F32, rng: np.random.Generator) -> F32:
         x = np.ascontiguousarray(obs, dtype=np.float32)
-        if x.shape[0] == 0:
+        n = int(x.shape[0])
+        if n == 0:
             return np.zeros((0, ACT_SIZE), dtype=np.float32)
-        (action,) = self.session.run([self.output_name], {self.input_name: x})
+        self.decisions += 1
+        during = f"in decision {self.decisions} (a batch of {n} games)"
+        try:
+            (action,) = self.session.run([self.output_name], {self.input_name: x})
+        except Exception as exc:  # onnxruntime raises its own, unexported exception types
+            raise BotError(f"bot {self.source}: the model failed {during}: {_said(exc)}") from None
+        # The same check as a program's answer: a NaN or 1e30 is a fault, not a move.
+        fault = action_fault(action, n)
+        if fault is not None:
+            raise BotError(f"bot {self.source}: {fault} {during}")
         return np.asarray(action, dtype=np.float32)
 
     def reset(self, mask: NDArray[np.bool_]) -> None:
         return None
+
+
+def _said(exc: BaseException, limit: int = PROBE_ERROR_CHARS) -> str:
+    """onnxruntime's message as one printable line of at most ``limit`` characters."""
+    text = printable(" ".join(str(exc).split()), keep_newlines=False) or type(exc).__name__
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _check_io(path: Path, what: str, args: list[Any], size: int) -> None:
@@ -207,6 +264,42 @@ def _check_io(path: Path, what: str, args: list[Any], size: int) -> None:
         raise BotError(
             f"{path}: {what} {arg.name!r} is {arg.type} {shape}, expected float32 [batch, {size}]"
         )
+    if isinstance(shape[0], int):  # a match plays thousands of games in one batch
+        raise BotError(
+            f"{path}: {what} {arg.name!r} has a fixed batch of {shape[0]}, a bot plays any "
+            "number of games at once; export it with a dynamic batch axis (torch.onnx.export("
+            "..., dynamic_axes={'obs': {0: 'batch'}, 'action': {0: 'batch'}}))"
+        )
+
+
+def probe_onnx(path: Path) -> None:
+    """Load ``path`` and play one batch of :data:`PROBE_GAMES` games in a child process
+    bounded in address space and time; ``BotError`` when the model cannot."""
+    argv = [sys.executable, "-c", _PROBE, str(path), str(PROBE_ADDRESS_SPACE_BYTES)]
+    argv += [str(PROBE_GAMES), str(OBS_SIZE)]
+    try:
+        done = subprocess.run(
+            argv, capture_output=True, timeout=PROBE_SECONDS, stdin=subprocess.DEVNULL
+        )
+    except subprocess.TimeoutExpired:
+        raise BotError(
+            f"{path}: the model did not play a batch of {PROBE_GAMES} games within "
+            f"{PROBE_SECONDS:g} s; a bot answers a decision in milliseconds"
+        ) from None
+    if done.returncode == 0:
+        return
+    said = printable(" ".join(done.stdout.decode("utf-8", "replace").split()), False)
+    if done.returncode not in (3, 4) or not said:
+        said = f"the process running it ended with status {done.returncode}"
+    if len(said) > PROBE_ERROR_CHARS:
+        said = said[: PROBE_ERROR_CHARS - 3] + "..."
+    limit = PROBE_ADDRESS_SPACE_BYTES >> 30
+    if done.returncode == 3:
+        raise BotError(f"{path}: not a loadable ONNX model within {limit} GiB ({said})")
+    raise BotError(
+        f"{path}: the model cannot play a batch of {PROBE_GAMES} games within {limit} GiB "
+        f"({said}); fix or re-export the model"
+    )
 
 
 def load_onnx_bot(path: str | Path) -> OnnxBot:
@@ -223,6 +316,8 @@ def load_onnx_bot(path: str | Path) -> OnnxBot:
             f"{path}: playing ONNX bots needs onnxruntime: pip install -e . "
             "(or pip install onnxruntime)"
         ) from None
+    # Loading may fold constants and playing may allocate: both first in a bounded child.
+    probe_onnx(path)
     options = ort.SessionOptions()
     # Matches run many small batches next to a trainer: one thread is faster and fairer.
     options.intra_op_num_threads = 1
@@ -256,4 +351,19 @@ def load_onnx_bot(path: str | Path) -> OnnxBot:
         raise BotError(f"{path}: metadata game: {fault(exc)}") from None
     except ValueError as exc:
         raise BotError(f"{path}: metadata game is not JSON ({exc})") from None
-    return OnnxBot(session, ticks, game, metadata, str(path))
+    bot = OnnxBot(session, ticks, game, metadata, str(path))
+    _play_kickoffs(bot)
+    return bot
+
+
+def _play_kickoffs(bot: OnnxBot) -> None:
+    """One decision on real kickoff observations: a model that answers NaN or values
+    outside [-1, 1] there is refused before any match."""
+    from cosmic_curriculum.arena.observations import observe
+    from cosmic_curriculum.arena.rules import kickoff_jitter, new_state
+
+    rng = np.random.default_rng(0)
+    jitter = kickoff_jitter(PROBE_GAMES, bot.game, rng)
+    obs = observe(new_state(PROBE_GAMES, bot.game, rng, jitter=jitter), bot.game)
+    bot.act(obs.reshape(-1, OBS_SIZE), rng)  # BotError names the file and the fault
+    bot.decisions = 0

@@ -55,8 +55,11 @@ T = TypeVar("T")
 
 
 def fail(message: str, code: int = 1) -> typer.Exit:
-    """Print a one-line error on stderr and return the Exit to raise."""
-    sys.stderr.write(f"error: {message}\n")
+    """Print a one-line error on stderr and return the Exit to raise (control characters
+    a program or a file put in the message shown escaped, never acted on)."""
+    from cosmic_curriculum.system.terminal import printable
+
+    sys.stderr.write(f"error: {printable(message)}\n")
     return typer.Exit(code)
 
 

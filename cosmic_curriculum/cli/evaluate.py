@@ -96,7 +96,7 @@ def evaluate_command(
         from rich.progress import Progress
 
         from cosmic_curriculum.bots import as_source
-        from cosmic_curriculum.cli.tables import evaluation_table
+        from cosmic_curriculum.cli.tables import evaluation_table, shown
         from cosmic_curriculum.envs.policy import is_env_bot_file
         from cosmic_curriculum.errors import ConfigError
         from cosmic_curriculum.evaluation.evaluate import run_evaluation
@@ -136,8 +136,8 @@ def evaluate_command(
             )
         console = Console()
         console.print(evaluation_table(record))
-        console.print(record["summary"], highlight=False, soft_wrap=True)
-        console.print(f"record [bold]{record['id']}[/] appended to {history_path}")
+        console.print(shown(record["summary"]), highlight=False, soft_wrap=True)
+        console.print(f"record [bold]{shown(record['id'])}[/] appended to {shown(history_path)}")
 
     guarded(run)
 
@@ -153,6 +153,7 @@ def _evaluate_env_bots(
 ) -> None:
     """An env bot (a Gymnasium stage's) against another or `random`, by episode returns."""
     from cosmic_curriculum.envs.evaluate import RANDOM, evaluate_env
+    from cosmic_curriculum.system.terminal import printable
     from cosmic_curriculum.workspace.outputs import history_target
 
     history_file = history_target(history_path)
@@ -167,9 +168,11 @@ def _evaluate_env_bots(
             deterministic=deterministic,
         )
     print(
-        f"{candidate} vs {reference}: {record['wins_a']}-{record['wins_b']}, "
-        f"{record['draws']} draws, {record['successes']}/{record['episodes']} successes; "
-        f"record {record['id']} appended to {history_path}"
+        printable(
+            f"{candidate} vs {reference}: {record['wins_a']}-{record['wins_b']}, "
+            f"{record['draws']} draws, {record['successes']}/{record['episodes']} successes; "
+            f"record {record['id']} appended to {history_path}"
+        )
     )
 
 
@@ -194,6 +197,7 @@ def replay_command(
         from cosmic_curriculum.errors import ConfigError
         from cosmic_curriculum.evaluation.evaluate import render_replay
         from cosmic_curriculum.system.fsio import without_surrogates
+        from cosmic_curriculum.system.terminal import printable
         from cosmic_curriculum.workspace.outputs import check_output, write_output
 
         check_output(out, "--out")
@@ -210,7 +214,7 @@ def replay_command(
 
                 info = render_env_replay(Path(candidate), drawn, seed=seed)
                 write_output(out, drawn.read_bytes(), "--out")
-                sys.stdout.write(f"{info['title']}; wrote {shown}\n")
+                sys.stdout.write(printable(f"{info['title']}; wrote {shown}") + "\n")
                 return
             if reference is None:
                 raise ConfigError(
@@ -221,7 +225,8 @@ def replay_command(
             write_output(out, drawn.read_bytes(), "--out")
             info["out"] = shown
         outcome = {1: "candidate won", -1: "reference won", 0: "draw"}[info["outcome"]]
-        sys.stdout.write(f"{outcome} after {info['seconds']:.1f} s; wrote {info['out']}\n")
+        said = f"{outcome} after {info['seconds']:.1f} s; wrote {info['out']}"
+        sys.stdout.write(printable(said) + "\n")
 
     guarded(run)
 
@@ -256,7 +261,7 @@ def ladder_command(
         from rich.console import Console
 
         from cosmic_curriculum.bots import as_source
-        from cosmic_curriculum.cli.tables import ladder_table
+        from cosmic_curriculum.cli.tables import ladder_table, shown
         from cosmic_curriculum.envs.ladder import has_env_bots
         from cosmic_curriculum.evaluation.ladder import LADDER_FILES, run_ladder
         from cosmic_curriculum.system.output_files import check_output_dir
@@ -284,8 +289,8 @@ def ladder_command(
         console = Console()
         console.print(ladder_table(doc, pairs))
         for skipped in doc["skipped"]:
-            console.print(f"skipped: {skipped['reason']}", highlight=False, soft_wrap=True)
-        files = doc["files"]
+            console.print(f"skipped: {shown(skipped['reason'])}", highlight=False, soft_wrap=True)
+        files = {key: shown(path) for key, path in doc["files"].items()}
         console.print(f"wrote {files['table']}, {files['png']}, {files['json']}")
 
     guarded(run)

@@ -17,6 +17,7 @@ from cosmic_curriculum.cli.evaluate import gate_rule_option
 from cosmic_curriculum.defaults import (
     SIMULATE_BETTER_GAP,
     SIMULATE_DRAW_RATES,
+    SIMULATE_MAX_TRIALS,
     SIMULATE_MODEL,
     SIMULATE_RETURN_SD,
     SIMULATE_RULES,
@@ -131,8 +132,11 @@ def gate_simulate_command(
             ) from None
         if not rates or any(not 0.0 <= r < 1.0 for r in rates):
             raise ConfigError(f"--draws {draws!r}: each draw rate must be in [0, 1)")
-        if trials < 1:
-            raise ConfigError(f"--trials {trials}: must be >= 1")
+        if not 1 <= trials <= SIMULATE_MAX_TRIALS:
+            raise ConfigError(
+                f"--trials {trials}: must be between 1 and {SIMULATE_MAX_TRIALS:,} (a rate's Monte "
+                "Carlo error is then below 0.1%; the trials of a cell are held at once)"
+            )
         if model not in ("pentanomial", "trinomial"):
             raise ConfigError(f"--model {model!r}: choose pentanomial or trinomial")
         sprt_model: SprtModel = "pentanomial" if model == "pentanomial" else "trinomial"

@@ -18,13 +18,23 @@ def fmt_interval(pair: Any, digits: int) -> str:
     return f"[{show[0]}, {show[1]}]"
 
 
+def shown(value: Any) -> str:
+    """A user's string (a bot label, a path, a file name) as Rich prints it verbatim: its
+    ``[...]`` never read as markup, its control characters shown escaped."""
+    from rich.markup import escape
+
+    from cosmic_curriculum.system.terminal import printable
+
+    return escape(printable(str(value)))
+
+
 def evaluation_table(record: dict[str, Any]) -> Any:
     """One evaluation record: both bots' wins, draws, score, gap and Elo, the gate verdict."""
     from rich.table import Table
 
     table = Table(show_header=False, box=None, padding=(0, 2))
-    table.add_row("candidate", f"{record['candidate']} ({record['wins_a']} wins)")
-    table.add_row("reference", f"{record['reference']} ({record['wins_b']} wins)")
+    table.add_row("candidate", f"{shown(record['candidate'])} ({record['wins_a']} wins)")
+    table.add_row("reference", f"{shown(record['reference'])} ({record['wins_b']} wins)")
     table.add_row("draws", str(record["draws"]))
     table.add_row("episodes", f"{record['episodes']} ({len(record['pairs'])} pairs)")
     table.add_row("score", f"{record['score']:.3f}")
@@ -49,13 +59,13 @@ def ladder_table(doc: dict[str, Any], pairs: int) -> Any:
     from rich.table import Table
 
     anchor = doc["anchor"] or "the mean"
-    table = Table(title=f"Ladder: Elo relative to {anchor}, {pairs} pairs per match")
+    table = Table(title=f"Ladder: Elo relative to {shown(anchor)}, {pairs} pairs per match")
     for head in ("rank", "bot", "Elo", "± 95%", "games", "score", "W", "L", "D"):
         table.add_column(head, justify="left" if head == "bot" else "right")
     for r in doc["ratings"]:
         table.add_row(
             str(r["rank"]),
-            r["bot"],
+            shown(r["bot"]),
             signed(r["elo"], 0),
             f"{r['err95']:.0f}",
             str(r["games"]),

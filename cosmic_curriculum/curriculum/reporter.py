@@ -13,6 +13,7 @@ from typing import Any
 
 from cosmic_curriculum.launchers.tmux import PLAIN_OUTPUT_ENV
 from cosmic_curriculum.scoring import signed
+from cosmic_curriculum.system.terminal import printable
 from cosmic_curriculum.workspace.state import Attempt, Candidate, CurriculumState, LogEntry
 
 
@@ -94,7 +95,7 @@ class ConsoleReporter(Reporter):
             self._print(text, markup=False)
 
     def info(self, message: str) -> None:
-        self._print(message, markup=False)
+        self._print(printable(message), markup=False)
 
     def warning(self, message: str) -> None:
         self._print(f"[yellow]warning:[/yellow] {_escape(message)}")
@@ -217,7 +218,7 @@ class ConsoleReporter(Reporter):
 
     def candidate_finished(self, attempt: Any, candidate: Any) -> None:
         how = "trained" if candidate.phase == "trained" else f"failed: {candidate.error}"
-        self._print(f"{candidate.experiment}: {how}", markup=False)
+        self._print(printable(f"{candidate.experiment}: {how}"), markup=False)
 
     def training_finished(self, attempt: Any) -> None:
         self._stop_progress()
@@ -270,9 +271,10 @@ class ConsoleReporter(Reporter):
 
 
 def _escape(text: str) -> str:
+    """``text`` printed as it is: no Rich markup, no terminal control characters."""
     from rich.markup import escape
 
-    return escape(text)
+    return escape(printable(text))
 
 
 # --------------------------------------------------------------------------------------

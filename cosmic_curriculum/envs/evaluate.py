@@ -202,6 +202,23 @@ def _check_spaces(bot: EnvBot | EnvTwin, env: Any, path: Path) -> None:
         )
 
 
+# An env record lists every episode's seed and return, and the players keep each episode
+# until the record is written: the count is bounded so its memory and JSON are.
+MAX_ENV_EPISODES = 100_000
+
+
+def check_env_episodes(count: int, option: str) -> int:
+    """``count`` episodes (seeds) of an env evaluation or ladder match, within bounds."""
+    if count < 1:
+        raise EvaluationError(f"{option} {count}: an evaluation plays at least 1 episode")
+    if count > MAX_ENV_EPISODES:
+        raise EvaluationError(
+            f"{option} {count}: at most {MAX_ENV_EPISODES:,} episodes (each one's seed and "
+            "return are kept and recorded); evaluate in several records"
+        )
+    return count
+
+
 def evaluate_env(
     candidate: Path,
     reference: Path | str,
@@ -217,8 +234,7 @@ def evaluate_env(
 ) -> dict[str, Any]:
     """Play ``episodes`` seeds (fewer when ``stop(counts so far)`` says the gate has
     decided), append one record to ``history_path`` and return it as stored."""
-    if episodes < 1:
-        raise EvaluationError(f"episodes {episodes}: an evaluation plays at least 1 episode")
+    check_env_episodes(episodes, "episodes")
     bot = load_env_player(candidate)
     seeds = episode_seeds(seed, episodes)
     try:

@@ -24,6 +24,7 @@ from cosmic_curriculum.envs.evaluate import (
     Episode,
     Player,
     RandomPlayer,
+    check_env_episodes,
     episode_seeds,
     pair_counts,
 )
@@ -75,6 +76,7 @@ def env_round_robin(
     ``pairs`` shared episode seeds and tally each match."""
     if pairs < 1:
         raise EvaluationError(f"--pairs {pairs}: need at least 1 episode seed per match")
+    check_env_episodes(pairs, "--pairs")
     found, skipped = _discover(bots_dir)
     sources: list[str] = [str(p) for p in found] + list(players)
     loaded: list[tuple[str, str, Any]] = []  # name, path, player (None: random)

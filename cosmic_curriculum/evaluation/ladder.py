@@ -25,11 +25,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from cosmic_curriculum import scoring
-from cosmic_curriculum.bots.external import ExecSpec, stops_bots
+from cosmic_curriculum.bots.external import EXEC_PREFIX, ExecSpec, stops_bots
 from cosmic_curriculum.defaults import LADDER_PAIRS
 from cosmic_curriculum.errors import BotError, EvaluationError
 from cosmic_curriculum.evaluation import stats
-from cosmic_curriculum.evaluation.evaluate import batch_seed, game_for
+from cosmic_curriculum.evaluation.evaluate import MAX_BATCH_PAIRS, batch_seed, game_for
 from cosmic_curriculum.system import fsio
 
 if TYPE_CHECKING:
@@ -138,11 +138,11 @@ def run_ladder(
             f"--bots-dir {bots_dir}: a ladder needs at least 2 loadable bot files, found "
             f"{len(paths)}" + (f" ({len(skipped)} unreadable)" if skipped else "")
         )
-    names = [source_name(p) for p in paths]
-    if len(set(names)) < len(names):
-        twice = sorted({n for n in names if names.count(n) > 1})
-        raise EvaluationError(f"two ladder bots are named {twice[0]!r}; rename one of them")
     bots = [open_bot(p) for p in paths]
+    names = ladder_names(
+        [(source_name(p), str(p), isinstance(p, ExecSpec)) for p in paths],
+        [str(getattr(b, "name", "")) for b in bots],
+    )
     game: GameSettings = GameSettings() if game_from is None else game_for(load_bot(game_from))
     k = len(paths)
     games = np.zeros((k, k))
@@ -151,17 +151,59 @@ def run_ladder(
     match_index = 0
     for i in range(k):
         for j in range(i + 1, k):
-            res = play_pairs(bots[i], bots[j], pairs, batch_seed(seed, match_index), game)
+            # Batches of at most MAX_BATCH_PAIRS pairs: memory stays bounded at any --pairs.
+            w = l_ = d = 0
+            for batch in range(-(-pairs // MAX_BATCH_PAIRS)):
+                n = min(MAX_BATCH_PAIRS, pairs - batch * MAX_BATCH_PAIRS)
+                res = play_pairs(bots[i], bots[j], n, match_seed(seed, match_index, batch), game)
+                o = np.asarray(res.outcomes)
+                w += int((o == 1).sum())
+                l_ += int((o == -1).sum())
+                d += int((o == 0).sum())
             match_index += 1
-            o = np.asarray(res.outcomes)
-            w, l_, d = int((o == 1).sum()), int((o == -1).sum()), int((o == 0).sum())
-            games[i, j] = games[j, i] = o.size
+            games[i, j] = games[j, i] = w + l_ + d
             points[i, j], points[j, i] = w + d / 2, l_ + d / 2
             wins[i, j], wins[j, i] = w, l_
     base = {"game": game.model_dump()}
     doc = ladder_document(names, paths, games, points, wins, pairs=pairs, seed=seed, base=base)
     doc["skipped"] = [{"path": str(p), "reason": why} for p, why in skipped]
     return write_ladder(doc, out_dir)
+
+
+def match_seed(seed: int, match: int, batch: int) -> int:
+    """The seed of batch ``batch`` of match ``match``: batch 0 is the match's whole seed
+    of old (a ladder of at most MAX_BATCH_PAIRS pairs plays exactly as before)."""
+    if batch == 0:
+        return batch_seed(seed, match)
+    state = np.random.SeedSequence([seed, match, batch]).generate_state(1, dtype=np.uint64)
+    return int(state[0])
+
+
+def ladder_names(sources: Sequence[tuple[str, str, bool]], said: Sequence[str]) -> list[str]:
+    """Each ladder bot's name: a file's stem; a program's handshake name, else its stem.
+    Names that would still be shared (two scripts run by one interpreter, one program at
+    two levels, a handshake name taken by a file or the anchor) become the program's whole
+    command line, or the file's path; the same bot given twice is refused.
+    ``sources``: (stem, label, is a program) per bot; ``said``: each bot's own name."""
+    names = [
+        (name.strip() or stem) if program else stem
+        for (stem, _, program), name in zip(sources, said, strict=True)
+    ]
+    stems = [n for n, (_, _, program) in zip(names, sources, strict=True) if not program]
+    files = set(stems)
+    shared = [
+        (names.count(n) > 1) if program else (stems.count(n) > 1)
+        for n, (_, _, program) in zip(names, sources, strict=True)
+    ]
+    for i, (_, label, program) in enumerate(sources):
+        if program and (shared[i] or names[i] in files or names[i] == ANCHOR):
+            names[i] = label.removeprefix(EXEC_PREFIX)
+        elif shared[i]:
+            names[i] = label
+    if len(set(names)) < len(names):
+        twice = sorted({n for n in names if names.count(n) > 1})
+        raise EvaluationError(f"ladder bot {twice[0]!r} is given twice; name each bot once")
+    return names
 
 
 def ladder_document(

@@ -23,7 +23,7 @@ def watch_status(
     from rich.live import Live
     from rich.text import Text
 
-    from cosmic_curriculum.status.text import render_status
+    from cosmic_curriculum.status.text import printable, render_status
 
     def frame() -> Any:
         stamp = datetime.now().strftime("%H:%M:%S")
@@ -34,7 +34,7 @@ def watch_status(
             text = render_status(facts(), width, colour=True)
             return Group(header, Text.from_ansi(text.rstrip("\n")))
         except CurriculumError as exc:
-            return Group(header, Text(f"error: {exc}", style="bold red"))
+            return Group(header, Text(printable(f"error: {exc}"), style="bold red"))
 
     frames = 1
     try:

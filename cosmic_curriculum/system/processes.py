@@ -17,6 +17,8 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from cosmic_curriculum.system.terminal import printable
+
 DEFAULT_GRACE_SECONDS = 10.0
 
 
@@ -258,7 +260,8 @@ def tail_text(path: Path, lines: int = 15, max_bytes: int = 16384) -> str:
     except FileNotFoundError:
         return ""
     text = data.decode("utf-8", "replace").splitlines()
-    return "\n".join(text[-lines:])
+    # Quoted in error lines on a terminal: a program's escapes must not act there.
+    return printable("\n".join(text[-lines:]))
 
 
 def start_problem(program: Path) -> str | None:
