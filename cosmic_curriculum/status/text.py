@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import Any, TextIO
 
 from cosmic_curriculum.reports.review import pct, rule_verdicts, threshold_figures
+from cosmic_curriculum.system.terminal import printable
 
 MIN_DECISION_WIDTH = 8
 HEADERS = ("stage", "experiment (attempt)", "W-L-D/N", "win % c/r", "decision")
@@ -71,20 +72,6 @@ def cell_width(text: str) -> int:
             continue
         width += 2 if unicodedata.east_asian_width(ch) in "WF" else 1
     return width
-
-
-def printable(text: str) -> str:
-    """``text`` with every control and format character but newline shown escaped
-    (``\\x1b``): a reason or an error from a workspace someone else pushed must not be able
-    to move the cursor, retitle the terminal or clear the screen."""
-    if all(ch.isprintable() or ch == "\n" for ch in text):
-        return text
-    return "".join(
-        ch
-        if ch == "\n" or unicodedata.category(ch)[0] != "C"
-        else ch.encode("unicode_escape").decode("ascii")
-        for ch in text
-    )
 
 
 def style(text: str, name: str, colour: bool) -> str:
