@@ -56,11 +56,19 @@ def wanted(run: Run, event: str) -> bool:
 
 def notify(run: Run, event: str, detail: str | None = None) -> None:
     """Queue ``event`` (saved) and send it now; a no-op unless ``notify_on`` asks for it."""
+    queued = queue(run, event, detail)
+    if queued is not None:
+        deliver(run, only={queued})
+
+
+def queue(run: Run, event: str, detail: str | None = None) -> str | None:
+    """Queue ``event`` in the outbox (saved) and return its id; None unless ``notify_on``
+    asks for it."""
     if not wanted(run, event):
-        return
+        return None
     note = notification(run, event, detail)
     run.record(t.NotificationQueued(note))
-    deliver(run, only={note["id"]})
+    return str(note["id"])
 
 
 def queue_decision(run: Run) -> str | None:
@@ -92,6 +100,7 @@ def deliver(run: Run, only: set[str] | None = None) -> None:
             )
             return
         run.record(t.NotificationSent(str(note["id"])))
+        run.unsettled.add("notifications")
 
 
 def send(argv: list[str], note: dict[str, Any], timeout: float, cwd: Path) -> str | None:

@@ -37,7 +37,7 @@ from cosmic_curriculum.system import processes as runner
 from cosmic_curriculum.system.clock import utc_now
 from cosmic_curriculum.system.processes import start_problem
 from cosmic_curriculum.vcs import repo as vcs
-from cosmic_curriculum.workspace import history
+from cosmic_curriculum.workspace import history, pending_commit
 from cosmic_curriculum.workspace.layout import experiment_name
 from cosmic_curriculum.workspace.lock import WorkspaceLock
 from cosmic_curriculum.workspace.lost_files import check_nothing_lost
@@ -67,12 +67,16 @@ def start(run: Run) -> None:
         # block, curves, commit). The overrides and the blocked check below would
         # otherwise skip it, leaving the review unwritten and the decision uncommitted.
         persist(run)
+    elif run.use_git and pending_commit.pending(run.paths):
+        # A decision whose commit an earlier run owes (killed or refused by git): first,
+        # before a blocked curriculum stops this run or an override adds to it.
+        commit(run, "catch-up")
     _apply_overrides(run)
     _preflight_commands(run)
+    if run.state.to_json() != loaded:
+        run.save()  # before the catch-up commit, which carries it
     if run.use_git:
         commit(run, "catch-up")  # a crash between save and commit left changes behind
-    if run.state.to_json() != loaded:
-        run.save()
     flight = run.state.in_flight
     if flight is not None and flight.phase != "committed":
         how = " (it was interrupted)" if flight.interrupted else ""

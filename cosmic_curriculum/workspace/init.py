@@ -19,6 +19,7 @@ from cosmic_curriculum.workspace.config_file import ARENA_PRESETS, preset_path
 from cosmic_curriculum.workspace.layout import (
     HISTORY_FILE,
     LOCK_FILE,
+    PENDING_COMMIT_FILE,
     REPORT_HTML,
     STATE_FILE,
 )
@@ -28,6 +29,7 @@ from cosmic_curriculum.workspace.state_file import save_state
 GITIGNORE = f"""# cosmic-curriculum workspace
 checkpoints/
 {LOCK_FILE}
+{PENDING_COMMIT_FILE}
 {REPORT_HTML}
 # temp files of interrupted atomic writes
 .*.tmp-*
