@@ -187,6 +187,14 @@ GIT_TIMEOUT_SECONDS: Final = 60.0
 PUSH_TIMEOUT_SECONDS: Final = 30.0
 # A notify_command may run this long before its process group is killed.
 NOTIFY_TIMEOUT_SECONDS: Final = 30.0
+# A notification whose notifier failed this many times leaves the outbox (a warning says
+# so): a note nobody can deliver must not hold back the ones behind it forever.
+NOTIFY_MAX_TRIES: Final = 5
+# The exit status by which a notifier says "the receiver refused this note; do not send it
+# again" (sysexits' EX_DATAERR): it leaves the outbox at once and the next notes are sent.
+NOTIFY_REFUSED_EXIT: Final = 65
+# What the run keeps of a notifier's output (its last bytes, for the warning).
+NOTIFY_OUTPUT_TAIL_BYTES: Final = 64 * 1024
 # How long `evaluate` and `ladder` wait for another holder of the workspace (--lock-wait).
 LOCK_WAIT_SECONDS: Final = 30.0
 # `status --watch`: seconds between redraws (--interval).

@@ -197,6 +197,16 @@ class NotificationSent:
     id: str
 
 
+@dataclass(frozen=True)
+class NotificationFailed:
+    """The notifier did not take notification ``id``. ``permanent``: it refused this very
+    note (:func:`core.rules.notifier_outcome`), which leaves the outbox; otherwise the
+    note stays with one more ``tries``, and leaves after ``NOTIFY_MAX_TRIES``."""
+
+    id: str
+    permanent: bool = False
+
+
 Event = (
     BeginAttempt
     | Resumed
@@ -222,4 +232,5 @@ Event = (
     | PushTried
     | NotificationQueued
     | NotificationSent
+    | NotificationFailed
 )

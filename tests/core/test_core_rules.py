@@ -17,10 +17,12 @@ from cosmic_curriculum.core.rules import (
     decision_news,
     evaluation_seed,
     fresh_seed,
+    notifier_outcome,
     override_ruling,
     own_record,
     resume_choice,
 )
+from cosmic_curriculum.defaults import NOTIFY_REFUSED_EXIT
 from cosmic_curriculum.workspace.config import CurriculumConfig, GateSettings
 from cosmic_curriculum.workspace.config_file import load_config
 from cosmic_curriculum.workspace.state import Attempt, Candidate, CurriculumState, LogEntry
@@ -283,3 +285,18 @@ def test_paths_in_texts_are_the_workspaces(tmp_path: Path) -> None:
     state = CurriculumState(stage_index=0, attempt=2, status="blocked")
     text = describe(next_action(state, NAMES), lambda *f: f"cc {' '.join(f)} --workspace W")
     assert text.startswith("review logs/review-score.md, then `cc --force-retry")
+
+
+@pytest.mark.parametrize(
+    ("code", "outcome"),
+    [
+        (0, "sent"),
+        (NOTIFY_REFUSED_EXIT, "refused"),
+        (1, "failed"),
+        (75, "failed"),
+        (-9, "failed"),
+        (None, "failed"),
+    ],
+)
+def test_notifier_outcome(code: int | None, outcome: str) -> None:
+    assert notifier_outcome(code) == outcome
