@@ -71,6 +71,7 @@ def start(run: Run) -> None:
         # A decision whose commit an earlier run owes (killed or refused by git): first,
         # before a blocked curriculum stops this run or an override adds to it.
         commit(run, "catch-up")
+    _check_notifier(run)
     _apply_overrides(run)
     _preflight_commands(run)
     if run.state.to_json() != loaded:
@@ -239,6 +240,7 @@ def check_before_detach(run: Run) -> None:
     check_stage_range(run.state, len(run.config.stages), run.paths.state)
     history.load(run.paths.history)
     _check_config_change(run)
+    _check_notifier(run)
     _override_flag(run)
     _preflight_commands(run)
 
@@ -345,7 +347,19 @@ def _preflight_commands(run: Run) -> None:
             run.reporter.warning("--seed-checkpoint only affects stage 1's first attempt; ignored")
 
 
+def _check_notifier(run: Run) -> None:
+    """`notify_command` can start, in every status (a finished run still sends what it
+    owes): found at preflight, never only when a notification is due."""
+    if run.config.notify_command is not None:
+        _check_executable(run, run.config.notify_command[0], "notify_command")
+
+
 def _check_executable(run: Run, program: str, key: str) -> None:
+    if not program.strip():
+        raise ConfigError(
+            f"{run.config_path}: {key} names an empty program {program!r}; give the "
+            "program's name or path as its first element"
+        )
     if "/" in program:
         path = Path(program) if Path(program).is_absolute() else run.ws / program
         if path.is_dir():

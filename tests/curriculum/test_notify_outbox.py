@@ -16,11 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes.workspace import fake_env, make_workspace, read_state, run_in_process
+from fakes.workspace import fake_env, make_workspace, read_state, run_cli, run_in_process
 from fakes.workspace import warnings_reporter as recorder
 from gitutil import git
 
 from cosmic_curriculum.defaults import NOTIFY_MAX_TRIES, NOTIFY_REFUSED_EXIT
+from cosmic_curriculum.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[2]
 WEBHOOK = REPO / "examples" / "notify" / "webhook.sh"
@@ -206,3 +207,44 @@ def test_a_chatty_notifier_is_kept_as_a_tail_of_its_output(
     run_in_process(ws, rec)
     assert any("exited with status 4: last words" in w for w in rec.warnings), rec.warnings
     assert int((tmp_path / "kept").read_text()) < 1 << 20  # the run stored no 50 MiB file
+
+
+@pytest.mark.parametrize(
+    ("program", "says"),
+    [
+        ("./missing.sh", "does not exist in"),
+        ("no-such-notifier-anywhere", "is not on PATH"),
+        ("./plain.txt", "is not executable"),
+        ("./adir/", "is a directory, not a program"),
+        ("", "names an empty program ''"),
+        ("   ", "names an empty program"),
+        ("./noshebang", "has no '#!' line"),
+    ],
+)
+def test_a_notify_command_that_cannot_start_is_one_line_at_preflight(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, program: str, says: str
+) -> None:
+    ws = make_workspace(tmp_path / "ws", stages=["score"])
+    for key, value in fake_env(ws).items():
+        monkeypatch.setenv(key, value)
+    (ws / "plain.txt").write_text("hello\n")
+    (ws / "adir").mkdir()
+    (ws / "noshebang").write_text("echo hi\n")
+    (ws / "noshebang").chmod(0o755)
+    toml = ws / "stages.toml"
+    toml.write_text(f"notify_command = [{json.dumps(program)}]\n" + toml.read_text())
+    with pytest.raises(ConfigError) as caught:
+        run_in_process(ws)
+    message = str(caught.value)
+    assert "\n" not in message and "notify_command" in message and says in message
+    assert not (ws / "fake_runs.jsonl").exists()  # before any training
+
+
+def test_the_cli_refuses_a_missing_notifier_with_exit_2(tmp_path: Path) -> None:
+    ws = make_workspace(tmp_path / "ws", stages=["score"])
+    toml = ws / "stages.toml"
+    toml.write_text('notify_command = ["./notify.sh"]\n' + toml.read_text())
+    result = run_cli(ws)
+    assert result.returncode == 2, result.stdout + result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("error: ") and "notify_command './notify.sh' does not exist" in line
