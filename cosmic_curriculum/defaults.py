@@ -199,6 +199,21 @@ NOTIFY_OUTPUT_TAIL_BYTES: Final = 64 * 1024
 LOCK_WAIT_SECONDS: Final = 30.0
 # `status --watch`: seconds between redraws (--interval).
 WATCH_INTERVAL_SECONDS: Final = 2.0
+# Every timeout and wait a user can set (stages.toml, an option, the environment) and its
+# range in seconds: (least, most, whether `least` itself is refused). Finite and bounded,
+# so that no setting holds a run forever or overflows a clock; `seconds_problem` (at the
+# end of this file) checks them all, each failure one line naming the setting, its value
+# and this range.
+HOUR: Final = 3600.0
+TIMEOUT_RANGES: Final[dict[str, tuple[float, float, bool]]] = {
+    "notify": (0.0, HOUR, True),  # notify_timeout
+    "bot": (0.0, HOUR, True),  # an exec: bot's answer: --bot-timeout, reference timeout
+    "attempt": (1.0, 30 * 24 * HOUR, False),  # run --attempt-timeout: a month
+    "push": (0.0, HOUR, True),  # publish --push-timeout
+    "git": (0.0, HOUR, True),  # COSMIC_CURRICULUM_GIT_TIMEOUT
+    "lock_wait": (0.0, 24 * HOUR, False),  # --lock-wait
+    "interval": (0.1, HOUR, False),  # status --interval
+}
 
 # --- evaluation -------------------------------------------------------------------------
 
@@ -217,3 +232,22 @@ HISTORY_EXPORT_FORMAT: Final = "csv"
 
 # An external bot (`exec:` program): seconds it may take for one answer.
 BOT_TIMEOUT_SECONDS: Final = 10.0
+
+
+def seconds_range(kind: str) -> str:
+    """The range of ``TIMEOUT_RANGES[kind]`` in words: "greater than 0 and at most 3600"."""
+    least, most, strict = TIMEOUT_RANGES[kind]
+    low = f"greater than {least:g}" if strict else f"at least {least:g}"
+    return f"{low} and at most {most:g}"
+
+
+def seconds_problem(value: float, kind: str, *, quote: bool = True) -> str | None:
+    """None when ``value`` seconds are in the range of ``kind``, else what is wrong (with
+    the value when ``quote``). The one check of every timeout (a pure function here, by
+    the table it reads, so that every layer can use it)."""
+    least, most, strict = TIMEOUT_RANGES[kind]
+    finite = value == value and abs(value) != float("inf")
+    if finite and (value > least if strict else value >= least) and value <= most:
+        return None
+    got = f" (got {value:g})" if quote else ""
+    return f"must be a finite number of seconds {seconds_range(kind)}{got}"
