@@ -72,6 +72,7 @@ class Run:
         # What changed in the state after the run's last commit (notifications delivered,
         # the push flag): a run that stops commits it (`persist.settle`).
         self.unsettled: set[str] = set()
+        self.warned_twins: set[Path] = set()  # stale ONNX twins left out (said once)
         self.git_checked = False  # vcs.check_workspace ran (once per run)
         self.lock: WorkspaceLock | None = None
         self.config: CurriculumConfig

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
+from cosmic_curriculum.bots.onnx_meta import twin_problem
 from cosmic_curriculum.core import transitions as t
 from cosmic_curriculum.core.next_action import REASON_HINT, describe, next_action
 from cosmic_curriculum.curriculum import notify
@@ -109,7 +110,7 @@ def commit(
     if message is None:
         catch_up = experiment == "catch-up"
         message = catch_up_message(run) if catch_up else decision_message(experiment)
-    unique = list(dict.fromkeys(p for p in files if p.exists()))
+    unique = [p for p in dict.fromkeys(files) if p.exists() and not stale_twin(run, p)]
     check_git(run, unique)
     try:
         committed = vcs.commit_paths(run.ws, unique, message)
@@ -134,6 +135,22 @@ def commit(
         run.reporter.warning(
             f"{detail}; training goes on, the push is retried after the next commit"
         )
+
+
+def stale_twin(run: Run, path: Path) -> bool:
+    """A ``bots/<exp>.onnx`` that is not the twin of ``bots/<exp>.json`` (its metadata
+    names another file or other bytes): left out of the commit, said once per run."""
+    if path.suffix != ".onnx":
+        return False
+    problem = twin_problem(path)
+    if problem is not None and path not in run.warned_twins:
+        run.warned_twins.add(path)
+        bot = run.rel(path.with_suffix(".json"))
+        run.reporter.warning(
+            f"{run.rel(path)} {problem}, so it is not the twin of {bot}: left out of the "
+            f"commit; rewrite it with `cosmic-curriculum export-onnx {bot}` or remove it"
+        )
+    return problem is not None
 
 
 def check_git(run: Run, paths: Iterable[Path] = ()) -> None:
