@@ -110,13 +110,14 @@ def deliver(run: Run, only: set[str] | None = None) -> None:
             continue
         run.record(t.NotificationFailed(str(note["id"]), permanent=outcome == "refused"))
         run.unsettled.add("notifications")
-        kept = any(n.get("id") == note.get("id") for n in run.state.notify_outbox or [])
+        kept = [n for n in run.state.notify_outbox or [] if n.get("id") == note.get("id")]
         if outcome == "refused":
             fate = "it refused this notification for good: dropped; the next ones are sent"
         elif kept:
+            tries = kept[0].get("tries")
             fate = (
-                f"the run goes on and the next run sends it again (try {note.get('tries', 0) + 1}"
-                f" of {NOTIFY_MAX_TRIES})"
+                f"the run goes on and the next run sends it again (try {tries} of "
+                f"{NOTIFY_MAX_TRIES})"
             )
         else:
             fate = f"dropped after {NOTIFY_MAX_TRIES} tries, so it holds back no later one"

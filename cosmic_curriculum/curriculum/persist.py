@@ -30,7 +30,7 @@ from cosmic_curriculum.reports import markdown as report_md
 from cosmic_curriculum.system import fsio
 from cosmic_curriculum.vcs import repo as vcs
 from cosmic_curriculum.workspace import history, pending_commit
-from cosmic_curriculum.workspace.layout import committed_paths
+from cosmic_curriculum.workspace.layout import committed_paths, experiment_name
 
 COMMIT_PREFIX = "chore(training): curriculum progress after"
 
@@ -75,6 +75,10 @@ def catch_up_message(run: Run) -> str:
         how += ", after an attempt error" if flight.error else ""
         during = f"{flight.experiment} ({flight.phase}{how})"
         return f"chore(training): curriculum progress during {during}"
+    if run.opts.force_retry and run.state.status == "in_progress":
+        i = run.state.stage_index
+        upcoming = experiment_name(i, run.config.stages[i].name, run.state.attempt)
+        return f"chore(training): forced retry of stage {i + 1} as {upcoming}"
     return "chore(training): curriculum state an earlier run left uncommitted"
 
 

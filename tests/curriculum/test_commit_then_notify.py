@@ -26,7 +26,7 @@ from fakes.workspace import (
 )
 from gitutil import git
 
-from cosmic_curriculum.errors import UncommittedError
+from cosmic_curriculum.errors import BlockedError, UncommittedError
 from cosmic_curriculum.status.facts import status_data
 from cosmic_curriculum.status.text import render_status
 
@@ -192,3 +192,20 @@ def test_the_catch_up_commit_after_an_interruption_names_what_it_carries(tmp_pat
     during = "curric-s2-defend (training, interrupted)"
     assert f"chore(training): curriculum progress during {during}" in log
     assert log.count(DECISION) == 1  # never the previous experiment's message again
+
+
+@pytest.mark.slow
+def test_the_commit_of_a_forced_retry_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ws = make_workspace(
+        tmp_path / "ws", stages=["score"], max_retries=0, eval_script={"curric-s1-score": "fail"}
+    )
+    for key, value in fake_env(ws).items():
+        monkeypatch.setenv(key, value)
+    with pytest.raises(BlockedError):
+        run_in_process(ws)
+    assert run_in_process(ws, force_retry=True, reason="new shaping").status == "done"
+    log = subjects(ws)
+    assert "chore(training): forced retry of stage 1 as curric-s1-score-retry1" in log
+    assert log.count(DECISION) == 1
