@@ -74,10 +74,10 @@ def start(run: Run) -> None:
     _check_notifier(run)
     _apply_overrides(run)
     _preflight_commands(run)
-    if run.state.to_json() != loaded:
-        run.save()  # before the catch-up commit, which carries it
     if run.use_git:
         commit(run, "catch-up")  # a crash between save and commit left changes behind
+    if run.state.to_json() != loaded:
+        run.save()  # the next commit carries it
     flight = run.state.in_flight
     if flight is not None and flight.phase != "committed":
         how = " (it was interrupted)" if flight.interrupted else ""
