@@ -43,7 +43,6 @@ RAY_DASHBOARD_ADDRESS: Final = "http://127.0.0.1:8265"
 # Each call to the cluster's Jobs API ([launcher] request_timeout): connect, and each wait
 # for the answer's bytes.
 RAY_REQUEST_TIMEOUT_SECONDS: Final = 30.0
-RAY_REQUEST_TIMEOUT_MAX: Final = 3600.0  # a call that needs longer is not coming back
 # The preset `init` copies (`init --bare` copies BARE_PRESET).
 PRESET: Final = "default"
 BARE_PRESET: Final = "bare"
@@ -194,10 +193,35 @@ GIT_TIMEOUT_SECONDS: Final = 60.0
 PUSH_TIMEOUT_SECONDS: Final = 30.0
 # A notify_command may run this long before its process group is killed.
 NOTIFY_TIMEOUT_SECONDS: Final = 30.0
+# A notification whose notifier failed this many times leaves the outbox (a warning says
+# so): a note nobody can deliver must not hold back the ones behind it forever.
+NOTIFY_MAX_TRIES: Final = 5
+# The exit status by which a notifier says "the receiver refused this note; do not send it
+# again" (sysexits' EX_DATAERR): it leaves the outbox at once and the next notes are sent.
+NOTIFY_REFUSED_EXIT: Final = 65
+# What the run keeps of a notifier's output (its last bytes, for the warning).
+NOTIFY_OUTPUT_TAIL_BYTES: Final = 64 * 1024
 # How long `evaluate` and `ladder` wait for another holder of the workspace (--lock-wait).
 LOCK_WAIT_SECONDS: Final = 30.0
 # `status --watch`: seconds between redraws (--interval).
 WATCH_INTERVAL_SECONDS: Final = 2.0
+# Every timeout and wait a user can set (stages.toml, an option, the environment) and its
+# range in seconds: (least, most, whether `least` itself is refused). Finite and bounded,
+# so that no setting holds a run forever or overflows a clock; `seconds_problem` (at the
+# end of this file) checks them all, each failure one line naming the setting, its value
+# and this range.
+HOUR: Final = 3600.0
+TIMEOUT_RANGES: Final[dict[str, tuple[float, float, bool]]] = {
+    "notify": (0.0, HOUR, True),  # notify_timeout
+    "bot": (0.0, HOUR, True),  # an exec: bot's answer: --bot-timeout, reference timeout
+    "attempt": (1.0, 30 * 24 * HOUR, False),  # run --attempt-timeout: a month
+    "push": (0.0, HOUR, True),  # publish --push-timeout
+    "git": (0.0, HOUR, True),  # COSMIC_CURRICULUM_GIT_TIMEOUT
+    "lock_wait": (0.0, 24 * HOUR, False),  # --lock-wait
+    "interval": (0.1, HOUR, False),  # status --interval
+    "ray": (0.0, HOUR, True),  # [launcher] request_timeout: a longer call is not coming back
+    "tracking": (0.0, HOUR, True),  # [tracking] timeout: one delivery to a tracker
+}
 
 # --- evaluation -------------------------------------------------------------------------
 
@@ -236,3 +260,22 @@ WANDB_MODE: Final = "online"
 # During a training, MLflow and W&B get its scalars every this many seconds (in the
 # background; TensorBoard gets them as SB3 writes them).
 TRACKING_LIVE_SECONDS: Final = 120.0
+
+
+def seconds_range(kind: str) -> str:
+    """The range of ``TIMEOUT_RANGES[kind]`` in words: "greater than 0 and at most 3600"."""
+    least, most, strict = TIMEOUT_RANGES[kind]
+    low = f"greater than {least:g}" if strict else f"at least {least:g}"
+    return f"{low} and at most {most:g}"
+
+
+def seconds_problem(value: float, kind: str, *, quote: bool = True) -> str | None:
+    """None when ``value`` seconds are in the range of ``kind``, else what is wrong (with
+    the value when ``quote``). The one check of every timeout (a pure function here, by
+    the table it reads, so that every layer can use it)."""
+    least, most, strict = TIMEOUT_RANGES[kind]
+    finite = value == value and abs(value) != float("inf")
+    if finite and (value > least if strict else value >= least) and value <= most:
+        return None
+    got = f" (got {value:g})" if quote else ""
+    return f"must be a finite number of seconds {seconds_range(kind)}{got}"

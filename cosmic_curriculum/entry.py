@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from cosmic_curriculum.status.show import MIN_WATCH_INTERVAL, show_status
+from cosmic_curriculum.status.show import MAX_WATCH_INTERVAL, MIN_WATCH_INTERVAL, show_status
 
 _VALUE_OPTIONS = ("--workspace", "--config", "--interval", "--count")
 _FLAGS = {"--json": "as_json", "--watch": "watch"}
@@ -42,7 +42,8 @@ def _status_options(args: list[str]) -> dict[str, Any] | None:
         try:
             if name == "--interval":
                 options["interval"] = float(value)
-                if not options["interval"] >= MIN_WATCH_INTERVAL:  # NaN fails too
+                # out of range (NaN and inf too): the app says so in one line
+                if not MIN_WATCH_INTERVAL <= options["interval"] <= MAX_WATCH_INTERVAL:
                     return None
             elif name == "--count":
                 options["count"] = int(value)

@@ -291,6 +291,7 @@ NOT_DEFAULTS = [
     ("arena/settings.py", "orb_drag: float = Field(", "the game's physics"),
     ("arena/settings.py", "orb_max_speed: float = Field(", "the game's physics"),
     ("curriculum/reporter.py", "PROGRESS_LINE_SECONDS = ", "an output rate, not a setting"),
+    ("bots/onnx_meta.py", "METADATA_FIELD = ", "ONNX's protobuf field number"),
 ]
 
 

@@ -82,6 +82,7 @@ def test_detach_runs_in_tmux_logs_and_refuses_a_second_start(tmp_path: Path, soc
     assert read_state(ws)["status"] == "done"
     log = (ws / "logs" / "curriculum.log").read_text()
     assert "curric-s3-no_draws" in log and "curriculum done" in log
+    assert "\x1b" not in log and "\r" not in log  # plain text, as README says
 
 
 def test_kill_session_stops_the_trainer_and_resume_continues(tmp_path: Path, socket: str) -> None:

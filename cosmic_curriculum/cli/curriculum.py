@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from cosmic_curriculum.cli.app import OneLineUsageCommand, app, guarded
+from cosmic_curriculum.cli.seconds import seconds_callback
 from cosmic_curriculum.defaults import (
     BARE_PRESET,
     DECISION_TICKS,
@@ -17,7 +18,7 @@ from cosmic_curriculum.defaults import (
     STAGE_TIMESTEPS,
     WATCH_INTERVAL_SECONDS,
 )
-from cosmic_curriculum.status.show import MIN_WATCH_INTERVAL, show_status
+from cosmic_curriculum.status.show import show_status
 
 
 @app.command("run", cls=OneLineUsageCommand)
@@ -73,7 +74,8 @@ def run_command(
     attempt_timeout: Annotated[
         float | None,
         typer.Option(
-            min=1, help="Stop a training attempt after this many seconds (an attempt error)."
+            help="Stop a training attempt after this many seconds (an attempt error).",
+            callback=seconds_callback("attempt"),
         ),
     ] = None,
 ) -> None:
@@ -144,7 +146,11 @@ def status_command(
     ] = False,
     interval: Annotated[
         float,
-        typer.Option(min=MIN_WATCH_INTERVAL, metavar="SECONDS", help="Seconds between redraws."),
+        typer.Option(
+            metavar="SECONDS",
+            help="Seconds between redraws.",
+            callback=seconds_callback("interval"),
+        ),
     ] = WATCH_INTERVAL_SECONDS,
     count: Annotated[int | None, typer.Option(min=1, hidden=True)] = None,  # tests: N frames
 ) -> None:

@@ -9,7 +9,8 @@ from typing import Annotated, Any
 
 import typer
 
-from cosmic_curriculum.cli.app import app, guarded, workspace_lock
+from cosmic_curriculum.cli.app import OneLineUsageCommand, app, guarded, workspace_lock
+from cosmic_curriculum.cli.seconds import seconds_callback
 from cosmic_curriculum.defaults import (
     BOT_TIMEOUT_SECONDS,
     ENV_EVAL_DETERMINISTIC,
@@ -25,6 +26,9 @@ LOCK_WAIT_HELP = (
     "Seconds to wait for another process holding the workspace (a `run`, another "
     "`evaluate`) before giving up with an error."
 )
+LockWait = Annotated[
+    float, typer.Option(help=LOCK_WAIT_HELP, callback=seconds_callback("lock_wait"))
+]
 # exec:<command> bots (bots/external.py): accepted wherever a bot file is.
 BOT_HELP = "a bot JSON, or exec:<command> for a program speaking cosmic-bot/1"
 BotTimeout = Annotated[
@@ -32,6 +36,7 @@ BotTimeout = Annotated[
     typer.Option(
         "--bot-timeout",
         help="Seconds an exec: bot may take to start or to answer one decision.",
+        callback=seconds_callback("bot"),
     ),
 ]
 
@@ -47,7 +52,7 @@ def gate_rule_option(
     return rule
 
 
-@app.command("evaluate")
+@app.command("evaluate", cls=OneLineUsageCommand)
 def evaluate_command(
     candidate: Annotated[str, typer.Argument(help=f"Candidate: {BOT_HELP} (counted as wins_a).")],
     reference: Annotated[str, typer.Argument(help=f"Reference: {BOT_HELP} (counted as wins_b).")],
@@ -74,7 +79,7 @@ def evaluate_command(
             help=f"Pairs per vectorised batch under --gate sprt (default {SPRT_BATCH_PAIRS})."
         ),
     ] = None,
-    lock_wait: Annotated[float, typer.Option(min=0, help=LOCK_WAIT_HELP)] = LOCK_WAIT_SECONDS,
+    lock_wait: LockWait = LOCK_WAIT_SECONDS,
     bot_timeout: BotTimeout = BOT_TIMEOUT_SECONDS,
     deterministic: Annotated[
         bool,
@@ -176,7 +181,7 @@ def _evaluate_env_bots(
     )
 
 
-@app.command("replay")
+@app.command("replay", cls=OneLineUsageCommand)
 def replay_command(
     candidate: Annotated[str, typer.Argument(help=f"Plays blue: {BOT_HELP}; or an env bot.")],
     reference: Annotated[
@@ -231,7 +236,7 @@ def replay_command(
     guarded(run)
 
 
-@app.command("ladder")
+@app.command("ladder", cls=OneLineUsageCommand)
 def ladder_command(
     bots_dir: Annotated[Path, typer.Option(help="Directory of bot JSON files.")] = Path("bots"),
     pairs: Annotated[int, typer.Option(help="Seat-swapped pairs per match.")] = LADDER_PAIRS,
@@ -241,7 +246,7 @@ def ladder_command(
         Path | None,
         typer.Option(help="Play under this bot's recorded game settings (default: the defaults)."),
     ] = None,
-    lock_wait: Annotated[float, typer.Option(min=0, help=LOCK_WAIT_HELP)] = LOCK_WAIT_SECONDS,
+    lock_wait: LockWait = LOCK_WAIT_SECONDS,
     bot: Annotated[
         list[str] | None,
         typer.Option("--bot", metavar="BOT", help=f"Also rank this bot ({BOT_HELP}); repeatable."),

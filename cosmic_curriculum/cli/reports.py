@@ -15,6 +15,7 @@ from cosmic_curriculum.cli.app import (
     guarded,
     workspace_lock,
 )
+from cosmic_curriculum.cli.seconds import seconds_callback
 from cosmic_curriculum.workspace.locate import workspace_of
 
 LOCK_WAIT_HELP = (
@@ -35,7 +36,9 @@ def report_command(
     open_page: Annotated[
         bool, typer.Option("--open", help="Open the page in the default web browser.")
     ] = False,
-    lock_wait: Annotated[float, typer.Option(min=0, help=LOCK_WAIT_HELP)] = LOCK_WAIT_SECONDS,
+    lock_wait: Annotated[
+        float, typer.Option(help=LOCK_WAIT_HELP, callback=seconds_callback("lock_wait"))
+    ] = LOCK_WAIT_SECONDS,
 ) -> None:
     """Write REPORT.md's content as one HTML page (pictures inline) for a browser.
 

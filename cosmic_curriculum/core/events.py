@@ -208,6 +208,16 @@ class NotificationSent:
     id: str
 
 
+@dataclass(frozen=True)
+class NotificationFailed:
+    """The notifier did not take notification ``id``. ``permanent``: it refused this very
+    note (:func:`core.rules.notifier_outcome`), which leaves the outbox; otherwise the
+    note stays with one more ``tries``, and leaves after ``NOTIFY_MAX_TRIES``."""
+
+    id: str
+    permanent: bool = False
+
+
 Event = (
     BeginAttempt
     | Resumed
@@ -234,4 +244,5 @@ Event = (
     | PushTried
     | NotificationQueued
     | NotificationSent
+    | NotificationFailed
 )

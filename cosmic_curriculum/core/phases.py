@@ -22,6 +22,7 @@ from cosmic_curriculum.core.events import (
     EvaluationStarted,
     ForceRetry,
     Interrupted,
+    NotificationFailed,
     NotificationQueued,
     NotificationSent,
     PushTried,
@@ -75,6 +76,7 @@ EDGES: dict[type[Any], tuple[tuple[str, ...], Phase | None]] = {
     PushTried: (ANY, None),
     NotificationQueued: (ANY, None),
     NotificationSent: (ANY, None),
+    NotificationFailed: (ANY, None),
 }
 
 

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any, Literal
 
+from cosmic_curriculum.defaults import NOTIFY_REFUSED_EXIT
 from cosmic_curriculum.workspace.config import CurriculumConfig, NotifyEvent
 from cosmic_curriculum.workspace.layout import experiment_name
 from cosmic_curriculum.workspace.state import Attempt, Candidate, CurriculumState
@@ -181,3 +182,17 @@ def reference_change(flight: Attempt, accepted: bool) -> Literal["apply", "repla
     if all(h.eval_id is None for h in holders):
         return "apply"
     return "replay" if accepted and flight.eval_id is None else "keep"
+
+
+NotifierOutcome = Literal["sent", "refused", "failed"]
+
+
+def notifier_outcome(exit_code: int | None) -> NotifierOutcome:
+    """What a notifier's exit says of one note: 0 ``sent``; ``NOTIFY_REFUSED_EXIT``
+    ``refused`` (for good: dropped, the next notes go on); anything else, or no exit at all
+    (``None``: could not start, timed out) ``failed`` (for now: retried, boundedly)."""
+    if exit_code == 0:
+        return "sent"
+    if exit_code == NOTIFY_REFUSED_EXIT:
+        return "refused"
+    return "failed"

@@ -50,6 +50,7 @@ from cosmic_curriculum.core.events import (
     Event,
     ForceRetry,
     Interrupted,
+    NotificationFailed,
     NotificationQueued,
     NotificationSent,
     PushTried,
@@ -69,6 +70,7 @@ from cosmic_curriculum.core.phases import (
     phase_of,
 )
 from cosmic_curriculum.core.rules import may_override, skipped_experiment
+from cosmic_curriculum.defaults import NOTIFY_MAX_TRIES
 from cosmic_curriculum.workspace.config import CurriculumConfig
 from cosmic_curriculum.workspace.layout import candidate_name, experiment_name
 from cosmic_curriculum.workspace.state import (
@@ -337,6 +339,23 @@ def _notification_sent(
     state.notify_outbox = kept or None  # an empty outbox is not written
 
 
+def _notification_failed(
+    state: CurriculumState, config: CurriculumConfig, e: NotificationFailed
+) -> None:
+    # Bounded: a note refused for good, or failing NOTIFY_MAX_TRIES times, leaves the
+    # outbox, so it can never hold back the notes behind it.
+    kept = []
+    for note in state.notify_outbox or []:
+        if note.get("id") == e.id:
+            tries = note.get("tries")
+            tries = (tries if isinstance(tries, int) and tries >= 0 else 0) + 1
+            if e.permanent or tries >= NOTIFY_MAX_TRIES:
+                continue
+            note = {**note, "tries": tries}
+        kept.append(note)
+    state.notify_outbox = kept or None
+
+
 _RULES: dict[type[Any], Callable[[CurriculumState, CurriculumConfig, Any], None]] = {
     BeginAttempt: _begin,
     Resumed: _clear_group,
@@ -363,4 +382,5 @@ _RULES: dict[type[Any], Callable[[CurriculumState, CurriculumConfig, Any], None]
     PushTried: _push_tried,
     NotificationQueued: _notification_queued,
     NotificationSent: _notification_sent,
+    NotificationFailed: _notification_failed,
 }

@@ -69,6 +69,10 @@ class Run:
         # Why the last commit failed (None once one succeeds): a run that could not
         # commit its results must not end as a clean success.
         self.commit_failure: str | None = None
+        # What changed in the state after the run's last commit (notifications delivered,
+        # the push flag): a run that stops commits it (`persist.settle`).
+        self.unsettled: set[str] = set()
+        self.warned_twins: set[Path] = set()  # stale ONNX twins left out (said once)
         self.git_checked = False  # vcs.check_workspace ran (once per run)
         self.lock: WorkspaceLock | None = None
         self.config: CurriculumConfig

@@ -19,7 +19,7 @@ from cosmic_curriculum.curriculum import notify
 from cosmic_curriculum.curriculum.candidates import evaluate_candidates, train_candidates
 from cosmic_curriculum.curriculum.context import Run, RunOptions
 from cosmic_curriculum.curriculum.evaluation import evaluate
-from cosmic_curriculum.curriculum.persist import final_error, persist
+from cosmic_curriculum.curriculum.persist import final_error, persist, settle
 from cosmic_curriculum.curriculum.preflight import check_before_detach, explain_lock, start
 from cosmic_curriculum.curriculum.reporter import Reporter
 from cosmic_curriculum.curriculum.resume import (
@@ -40,6 +40,7 @@ from cosmic_curriculum.errors import (
 )
 from cosmic_curriculum.system.clock import utc_now
 from cosmic_curriculum.tracking import hooks as tracking
+from cosmic_curriculum.workspace import pending_commit
 from cosmic_curriculum.workspace.config_file import load_config
 from cosmic_curriculum.workspace.layout import candidate_name, experiment_name
 from cosmic_curriculum.workspace.locate import is_workspace, where_to_run
@@ -165,6 +166,7 @@ def _loop(run: Run) -> CurriculumState:
             tracking.sync(run)  # the decision, once committed (its training's curves first)
         else:
             break
+    settle(run)
     run.reporter.finished(run.state)
     error = final_error(run)
     if error is not None:
@@ -203,6 +205,18 @@ def _signals_raise() -> Iterator[None]:
             signal.signal(sig, old)
 
 
+def _where(run: Run, phase: str, experiment: str) -> str:
+    """Where a signal stopped the run, true to what git has."""
+    if phase != "committed":
+        return f"in phase '{phase}' of {experiment}"
+    if run.use_git and pending_commit.pending(run.paths):
+        return (
+            f"before the decision of {experiment} reached git (it is saved; the next run "
+            "commits it first)"
+        )
+    return f"after the decision of {experiment}" + (" was committed" if run.use_git else "")
+
+
 def _interrupted(run: Run, signum: int) -> InterruptedRun:
     name = signal.Signals(signum).name
     where = "before any attempt started"
@@ -217,11 +231,23 @@ def _interrupted(run: Run, signum: int) -> InterruptedRun:
                 if c.pgid is not None:
                     run.launcher.attach(run.candidate_record(c), run.opts.grace_seconds)
             run.apply(t.Interrupted())
-            where = f"in phase '{flight.phase}' of {flight.experiment}"
+            where = _where(run, flight.phase, flight.experiment)
         with contextlib.suppress(OSError):
             save_state(run.paths.state, run.state)
+        queued = None
         with contextlib.suppress(OSError, CurriculumError):
-            notify.notify(run, "interrupted", f"{name} {where}")
+            queued = notify.queue(run, "interrupted", f"{name} {where}")
+        try:
+            # A second signal cuts the notifier short: the note stays in the outbox
+            # (saved before it ran) and the next run sends it.
+            with _signals_raise(), contextlib.suppress(OSError, CurriculumError):
+                if queued is not None:
+                    notify.deliver(run, only={queued})
+        except _Interrupt as again:
+            run.reporter.warning(
+                f"notify_command stopped by a second {signal.Signals(again.signum).name}; "
+                "the notification is kept and the next run sends it"
+            )
     err = InterruptedRun(
         f"interrupted by {name} {where}; state saved, run `{run.command()}` to resume"
     )

@@ -7,23 +7,30 @@ fields as ``COSMIC_*`` environment variables (:data:`ENV_KEYS`).
 
 A notifier must never hurt the run. Each notification is first queued in the state's
 outbox (an event of the pure rules, saved), then the command runs in its own session with
-no descriptor of ours (the workspace lock stays ours), never during a git commit, and is
-killed with its whole process group after ``notify_timeout`` seconds. Any failure is a
-warning; the notification stays in the outbox and the next run sends it again.
+no descriptor of ours (the workspace lock stays ours), after the decision's commit, and
+is killed with its whole process group after ``notify_timeout`` seconds; of its output
+only the last ``NOTIFY_OUTPUT_TAIL_BYTES`` are kept. Any failure is a warning. Exit
+``NOTIFY_REFUSED_EXIT`` (65) says the receiver refused this note for good: it is dropped
+and the next ones are sent. Any other failure keeps it in the outbox for the next run, up
+to ``NOTIFY_MAX_TRIES`` tries, so no note holds back the others forever.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import selectors
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cosmic_curriculum.core import transitions as t
 from cosmic_curriculum.core.next_action import describe, next_action
-from cosmic_curriculum.core.rules import decision_news
+from cosmic_curriculum.core.rules import decision_news, notifier_outcome
+from cosmic_curriculum.defaults import NOTIFY_MAX_TRIES, NOTIFY_OUTPUT_TAIL_BYTES
 from cosmic_curriculum.system import processes as runner
 from cosmic_curriculum.system.clock import utc_now
 from cosmic_curriculum.workspace import history
@@ -56,11 +63,19 @@ def wanted(run: Run, event: str) -> bool:
 
 def notify(run: Run, event: str, detail: str | None = None) -> None:
     """Queue ``event`` (saved) and send it now; a no-op unless ``notify_on`` asks for it."""
+    queued = queue(run, event, detail)
+    if queued is not None:
+        deliver(run, only={queued})
+
+
+def queue(run: Run, event: str, detail: str | None = None) -> str | None:
+    """Queue ``event`` in the outbox (saved) and return its id; None unless ``notify_on``
+    asks for it."""
     if not wanted(run, event):
-        return
+        return None
     note = notification(run, event, detail)
     run.record(t.NotificationQueued(note))
-    deliver(run, only={note["id"]})
+    return str(note["id"])
 
 
 def queue_decision(run: Run) -> str | None:
@@ -75,8 +90,11 @@ def queue_decision(run: Run) -> str | None:
 
 
 def deliver(run: Run, only: set[str] | None = None) -> None:
-    """Send the outbox (or its notifications ``only``) in order; stop at the first failure
-    (a notifier that is down would make every later one wait its timeout too)."""
+    """Send the outbox (or its notifications ``only``) in order. A note the notifier
+    refused for good (exit ``NOTIFY_REFUSED_EXIT``) leaves the outbox and the next one is
+    sent; any other failure keeps the note (one more try, at most ``NOTIFY_MAX_TRIES``)
+    and ends this round (a notifier that is down would make every later one wait its
+    timeout too)."""
     argv = run.config.notify_command
     if argv is None:
         return
@@ -84,20 +102,39 @@ def deliver(run: Run, only: set[str] | None = None) -> None:
     for note in list(run.state.notify_outbox or []):
         if only is not None and note.get("id") not in only:
             continue
-        problem = send(run.resolve_program(argv), note, run.config.notify_timeout, run.ws)
-        if problem is not None:
-            run.reporter.warning(
-                f"notify_command {argv[0]} {problem} (event {note.get('event')}); the run "
-                "goes on and the next run sends it again"
+        problem, code = send(run.resolve_program(argv), note, run.config.notify_timeout, run.ws)
+        outcome = notifier_outcome(code)
+        if outcome == "sent":
+            run.record(t.NotificationSent(str(note["id"])))
+            run.unsettled.add("notifications")
+            continue
+        run.record(t.NotificationFailed(str(note["id"]), permanent=outcome == "refused"))
+        run.unsettled.add("notifications")
+        kept = [n for n in run.state.notify_outbox or [] if n.get("id") == note.get("id")]
+        if outcome == "refused":
+            fate = "it refused this notification for good: dropped; the next ones are sent"
+        elif kept:
+            tries = kept[0].get("tries")
+            fate = (
+                f"the run goes on and the next run sends it again (try {tries} of "
+                f"{NOTIFY_MAX_TRIES})"
             )
+        else:
+            fate = f"dropped after {NOTIFY_MAX_TRIES} tries, so it holds back no later one"
+        run.reporter.warning(
+            f"notify_command {argv[0]} {problem} (event {note.get('event')}); {fate}"
+        )
+        if outcome == "failed":
             return
-        run.record(t.NotificationSent(str(note["id"])))
 
 
-def send(argv: list[str], note: dict[str, Any], timeout: float, cwd: Path) -> str | None:
-    """Run the notifier once; None when it exited 0, else what went wrong (one line)."""
+def send(
+    argv: list[str], note: dict[str, Any], timeout: float, cwd: Path
+) -> tuple[str | None, int | None]:
+    """Run the notifier once: (None, 0) when it exited 0, else (what went wrong in one
+    line, its exit status or None when it did not start or was killed)."""
     env = {**os.environ, **environment(note)}
-    with tempfile.TemporaryFile() as stdin, tempfile.TemporaryFile() as output:
+    with tempfile.TemporaryFile() as stdin:
         stdin.write(json.dumps(note).encode() + b"\n")
         stdin.seek(0)
         try:
@@ -107,7 +144,7 @@ def send(argv: list[str], note: dict[str, Any], timeout: float, cwd: Path) -> st
                 argv,
                 cwd=cwd,
                 stdin=stdin,
-                stdout=output,
+                stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 env=env,
                 start_new_session=True,
@@ -115,21 +152,53 @@ def send(argv: list[str], note: dict[str, Any], timeout: float, cwd: Path) -> st
                 pass_fds=(),
             )
         except OSError as exc:
-            return f"could not start: {exc.strerror or exc}"
+            return f"could not start: {exc.strerror or exc}", None
         try:
-            code = proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            runner.stop_group(proc.pid, KILL_GRACE, reap=proc.poll)
-            return f"did not finish within notify_timeout = {timeout:g} s and was killed"
+            tail = _read_tail(proc, time.monotonic() + timeout)
         except BaseException:  # a signal to the run: do not leave the notifier behind
             runner.stop_group(proc.pid, KILL_GRACE, reap=proc.poll)
             raise
+        finally:
+            if proc.stdout is not None:
+                proc.stdout.close()
+        code = proc.poll()
+        if code is None:
+            runner.stop_group(proc.pid, KILL_GRACE, reap=proc.poll)
+            return f"did not finish within notify_timeout = {timeout:g} s and was killed", None
         if code == 0:
-            return None
-        output.seek(0)
-        lines = output.read()[-2000:].decode("utf-8", "replace").strip().splitlines()
+            return None, 0
+        lines = tail[-2000:].decode("utf-8", "replace").strip().splitlines()
         said = f": {lines[-1]}" if lines else ""
-        return f"exited with status {code}{said}"
+        return f"exited with status {code}{said}", code
+
+
+def _read_tail(proc: subprocess.Popen[bytes], deadline: float) -> bytes:
+    """Read the notifier's output until it exits or ``deadline``, keeping only its last
+    ``NOTIFY_OUTPUT_TAIL_BYTES``: a chatty notifier costs no disk and no memory."""
+    assert proc.stdout is not None
+    fd = proc.stdout.fileno()
+    os.set_blocking(fd, False)
+    tail = bytearray()
+    with selectors.DefaultSelector() as sel:
+        sel.register(fd, selectors.EVENT_READ)
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return bytes(tail)
+            if sel.select(min(left, 0.2)):
+                try:
+                    chunk = os.read(fd, 65536)
+                except BlockingIOError:  # nothing after all; not the end
+                    continue
+                if not chunk:  # end of output: wait for the exit until the deadline
+                    with contextlib.suppress(subprocess.TimeoutExpired):
+                        proc.wait(max(0.0, deadline - time.monotonic()))
+                    return bytes(tail)
+                tail += chunk
+                del tail[:-NOTIFY_OUTPUT_TAIL_BYTES]
+            elif proc.poll() is not None:
+                # Exited, but something it started still holds the pipe: what is here.
+                return bytes(tail)
 
 
 def environment(note: dict[str, Any]) -> dict[str, str]:

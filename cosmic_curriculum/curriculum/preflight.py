@@ -39,7 +39,7 @@ from cosmic_curriculum.system.clock import utc_now
 from cosmic_curriculum.system.processes import start_problem
 from cosmic_curriculum.tracking import hooks as tracking
 from cosmic_curriculum.vcs import repo as vcs
-from cosmic_curriculum.workspace import history
+from cosmic_curriculum.workspace import history, pending_commit
 from cosmic_curriculum.workspace.layout import experiment_name
 from cosmic_curriculum.workspace.lock import WorkspaceLock
 from cosmic_curriculum.workspace.lost_files import check_nothing_lost, restore_hint
@@ -70,12 +70,17 @@ def start(run: Run) -> None:
         # block, curves, commit). The overrides and the blocked check below would
         # otherwise skip it, leaving the review unwritten and the decision uncommitted.
         persist(run)
+    elif run.use_git and pending_commit.pending(run.paths):
+        # A decision whose commit an earlier run owes (killed or refused by git): first,
+        # before a blocked curriculum stops this run or an override adds to it.
+        commit(run, "catch-up")
+    _check_notifier(run)
     _apply_overrides(run)
     _preflight_commands(run)
     if run.use_git:
         commit(run, "catch-up")  # a crash between save and commit left changes behind
     if run.state.to_json() != loaded:
-        run.save()
+        run.save()  # the next commit carries it
     flight = run.state.in_flight
     if flight is not None and flight.phase != "committed":
         how = " (it was interrupted)" if flight.interrupted else ""
@@ -238,7 +243,7 @@ def check_before_detach(run: Run) -> None:
     check_stage_range(run.state, len(run.config.stages), run.paths.state)
     history.load(run.paths.history)
     _check_config_change(run)
-    tracking.check(run.config)
+    _check_notifier(run)
     _override_flag(run)
     _preflight_commands(run)
 
@@ -345,7 +350,19 @@ def _preflight_commands(run: Run) -> None:
             run.reporter.warning("--seed-checkpoint only affects stage 1's first attempt; ignored")
 
 
+def _check_notifier(run: Run) -> None:
+    """`notify_command` can start, in every status (a finished run still sends what it
+    owes): found at preflight, never only when a notification is due."""
+    if run.config.notify_command is not None:
+        _check_executable(run, run.config.notify_command[0], "notify_command")
+
+
 def _check_executable(run: Run, program: str, key: str) -> None:
+    if not program.strip():
+        raise ConfigError(
+            f"{run.config_path}: {key} names an empty program {program!r}; give the "
+            "program's name or path as its first element"
+        )
     if "/" in program:
         path = Path(program) if Path(program).is_absolute() else run.ws / program
         if path.is_dir():

@@ -8,6 +8,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -122,7 +123,9 @@ def start_detached(
         "-o",
         "-t",
         f"={name}:",
-        f"cat >> {shlex.quote(str(log))}",
+        # a pty ends lines with \r\n and Rich styles its text: the log gets plain lines
+        f"{shlex.quote(sys.executable)} -m cosmic_curriculum.launchers.plain_log "
+        f"{shlex.quote(str(log))}",
     )
     if result.returncode != 0:
         if session_exists(name):  # lost a race with another start: same outcome

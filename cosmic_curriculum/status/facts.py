@@ -51,7 +51,7 @@ def status_data(workspace: Path, config_path: Path | None = None) -> dict[str, A
         if key:
             logs = [row["experiment"] for stage in data["stages"] for row in stage["trend"]]
             status_cache.store(ws, cfg_path, key, data, logs)
-    return add_live_facts(add_flight_facts(data, ws), ws)
+    return add_live_facts(add_commit_facts(add_flight_facts(data, ws), ws), ws)
 
 
 def stored_facts(ws: Path, cfg_path: Path) -> dict[str, Any]:
@@ -213,6 +213,19 @@ def add_flight_facts(data: dict[str, Any], ws: Path) -> dict[str, Any]:
         if candidate["phase"] == "training":
             progress = latest_progress(paths.log(candidate["experiment"]))
             candidate["last_progress"] = progress or candidate["last_progress"]
+    return data
+
+
+def add_commit_facts(data: dict[str, Any], ws: Path) -> dict[str, Any]:
+    """A decision saved but not yet in git (``.cosmic-curriculum.commit``): not part of
+    the cached facts, it is read every time. The next `run` makes that commit first."""
+    from cosmic_curriculum.workspace.pending_commit import pending
+
+    owed = pending(Layout(ws))
+    data["commit_pending"] = owed
+    if owed and data["status"] == "done" and not data["config_error"]:
+        ws_flag = "" if ws == Path.cwd().resolve() else f" --workspace {shlex.quote(str(ws))}"
+        data["next"] = f"`{RUN}{ws_flag}` to commit it (every stage passed)"
     return data
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from cosmic_curriculum.defaults import WATCH_INTERVAL_SECONDS
+from cosmic_curriculum.defaults import TIMEOUT_RANGES, WATCH_INTERVAL_SECONDS
 
-MIN_WATCH_INTERVAL = 0.1
+MIN_WATCH_INTERVAL, MAX_WATCH_INTERVAL, _ = TIMEOUT_RANGES["interval"]
 
 
 def show_status(

@@ -253,6 +253,14 @@ def render_status(data: dict[str, Any], width: int | None = None, colour: bool =
         below += [(candidate_line(c), "") for c in flight["candidates"]]
     if data["blocked_reason"]:
         below.append((f"blocked: {data['blocked_reason']}", "bold red"))
+    if data.get("commit_pending"):
+        below.append(
+            (
+                f"commit pending: {data['commit_pending']} is saved on disk but not in "
+                "git; the next `run` commits it first",
+                "yellow",
+            )
+        )
     if data["push_pending"]:
         below.append(
             ("push pending: the last push failed; it is retried after the next commit", "yellow")

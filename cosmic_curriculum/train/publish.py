@@ -16,8 +16,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from cosmic_curriculum.defaults import PUSH_TIMEOUT_SECONDS
-from cosmic_curriculum.errors import CurriculumError
+from cosmic_curriculum.defaults import PUSH_TIMEOUT_SECONDS, seconds_problem
+from cosmic_curriculum.errors import ConfigError, CurriculumError
 from cosmic_curriculum.workspace.layout import published_paths
 
 
@@ -45,6 +45,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--push-timeout", type=float, default=PUSH_TIMEOUT_SECONDS)
     args = parser.parse_args(argv)
     try:
+        if (problem := seconds_problem(args.push_timeout, "push")) is not None:
+            raise ConfigError(f"--push-timeout {problem}")
         committed, _ = publish(args.workspace, args.experiment, args.push_timeout)
     except CurriculumError as exc:
         sys.stderr.write(f"error: {exc}\n")

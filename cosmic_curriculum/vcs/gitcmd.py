@@ -18,7 +18,7 @@ from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
-from cosmic_curriculum.defaults import GIT_TIMEOUT_SECONDS
+from cosmic_curriculum.defaults import GIT_TIMEOUT_SECONDS, seconds_problem
 from cosmic_curriculum.errors import GitError
 from cosmic_curriculum.system.processes import gone_or_zombie
 
@@ -32,7 +32,8 @@ def git_timeout() -> float:
         value = float(raw) if raw else GIT_TIMEOUT_SECONDS
     except ValueError:
         return GIT_TIMEOUT_SECONDS
-    return value if value > 0 else GIT_TIMEOUT_SECONDS
+    # Not a number, or out of range (inf, nan, 1e308 would overflow the clock): the default.
+    return value if seconds_problem(value, "git") is None else GIT_TIMEOUT_SECONDS
 
 
 class GitRunError(GitError):

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Discriminator,
     Field,
@@ -41,13 +42,13 @@ from cosmic_curriculum.defaults import (
     NOTIFY_TIMEOUT_SECONDS,
     RAY_NUM_CPUS,
     RAY_NUM_GPUS,
-    RAY_REQUEST_TIMEOUT_MAX,
     RAY_REQUEST_TIMEOUT_SECONDS,
     REFERENCE_BOT,
     REGRESSION_MARGIN,
     STAGE_TIMESTEPS,
     STANDING_ARGS,
     TRAINING_COMMAND,
+    seconds_problem,
 )
 from cosmic_curriculum.workspace.env_config import EnvOverride, EnvSpec, check_envs, merged_env
 
@@ -86,12 +87,29 @@ TrainerTable = Annotated[dict[str, Any], AfterValidator(_valid_trainer)]
 NotifyEvent = Literal["blocked", "done", "attempt_error", "interrupted", "passed", "failed"]
 
 
+def _int_as_float(value: Any) -> Any:
+    # strict mode would refuse `timeout = 3` with a type error; let the range check speak
+    return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+def _in_range(kind: str, value: float) -> float:
+    # a timeout in its range (defaults.TIMEOUT_RANGES); the ValueError says which
+    if (problem := seconds_problem(value, kind, quote=False)) is not None:
+        raise ValueError(problem)
+    return value
+
+
+Float = Annotated[float, BeforeValidator(_int_as_float)]  # `= 2` is a float setting too
+BotSeconds = Annotated[Float, AfterValidator(lambda v: _in_range("bot", v))]
+NotifySeconds = Annotated[Float, AfterValidator(lambda v: _in_range("notify", v))]
+RaySeconds = Annotated[Float, AfterValidator(lambda v: _in_range("ray", v))]
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
-# Parallel candidates of one attempt (`candidates = K`, docs/SCALING.md; default
-# CANDIDATES). A bound keeps a typo (1000) from submitting a thousand trainings.
+# `candidates = K` (docs/SCALING.md): bounded, so a typo never submits 1000 trainings.
 MAX_CANDIDATES = 64
 
 
@@ -100,7 +118,7 @@ class ExecReference(_Strict):
     cosmic-bot protocol, run in the workspace (an argv list, never a shell string)."""
 
     exec: list[Arg] = Field(min_length=1)
-    timeout: float = Field(BOT_TIMEOUT_SECONDS, gt=0.0)
+    timeout: BotSeconds = BOT_TIMEOUT_SECONDS
 
     @field_validator("exec")
     @classmethod
@@ -108,11 +126,6 @@ class ExecReference(_Strict):
         if not value[0].strip():
             raise ValueError("the program (first element) is empty; name the bot's program")
         return value
-
-    @field_validator("timeout", mode="before")
-    @classmethod
-    def _timeout_accepts_ints(cls, value: Any) -> Any:
-        return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
     def definition(self) -> dict[str, Any]:
         """What identifies this reference in the stage definitions (config hash)."""
@@ -135,9 +148,8 @@ def _reference_kind(value: Any) -> str:
     return "exec" if isinstance(value, dict | ExecReference) else "path"
 
 
-# A reference bot: a bot file's path, an exec table or a builtin one. The tag is a union
-# member's name, dropped from error locations by config_errors.describe (the key is
-# `reference_bot`).
+# A reference bot: a bot file's path, an exec table or a builtin one. The tag (a union
+# member's name) is dropped from error locations by config_errors.describe.
 ReferenceBot = Annotated[
     Annotated[Arg, Tag("path")]
     | Annotated[ExecReference, Tag("exec")]
@@ -195,11 +207,11 @@ class LauncherConfig(_Strict):
 
     kind: Literal["local", "ray"] = LAUNCHER_KIND
     address: Arg | None = None
-    num_gpus: float = Field(RAY_NUM_GPUS, ge=0.0)
-    num_cpus: float = Field(RAY_NUM_CPUS, ge=0.0)
+    num_gpus: Float = Field(RAY_NUM_GPUS, ge=0.0)
+    num_cpus: Float = Field(RAY_NUM_CPUS, ge=0.0)
     memory: int | None = Field(None, gt=0)
     env: dict[str, Arg] = Field(default_factory=dict)
-    request_timeout: float = Field(RAY_REQUEST_TIMEOUT_SECONDS, gt=0.0, le=RAY_REQUEST_TIMEOUT_MAX)
+    request_timeout: RaySeconds = RAY_REQUEST_TIMEOUT_SECONDS
     max_parallel: int | None = Field(None, ge=1)
     # The evaluation_command as a Ray Job too (the built-in evaluator always runs here).
     evaluate_remote: bool = False
@@ -214,18 +226,13 @@ class LauncherConfig(_Strict):
             )
         return value
 
-    @field_validator("num_gpus", "num_cpus", "request_timeout", mode="before")
-    @classmethod
-    def _counts_accept_ints(cls, value: Any) -> Any:
-        return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
-
 
 class CurriculumConfig(_Strict):
     """The whole of `stages.toml`."""
 
     max_retries: int = Field(MAX_RETRIES, ge=0)
     eval_episodes: int = Field(EVAL_EPISODES, ge=2)
-    regression_margin: float = Field(REGRESSION_MARGIN, gt=0.0, lt=1.0)
+    regression_margin: Float = Field(REGRESSION_MARGIN, gt=0.0, lt=1.0)
     standing_args: list[Arg] = Field(default_factory=lambda: list(STANDING_ARGS))
     reference_bot: ReferenceBot = REFERENCE_BOT
     training_command: list[Arg] = Field(
@@ -234,7 +241,7 @@ class CurriculumConfig(_Strict):
     evaluation_command: list[Arg] | None = Field(None, min_length=1)
     notify_command: list[Arg] | None = Field(None, min_length=1)
     notify_on: list[NotifyEvent] = Field(default_factory=lambda: list[NotifyEvent](NOTIFY_ON))
-    notify_timeout: float = Field(NOTIFY_TIMEOUT_SECONDS, gt=0)
+    notify_timeout: NotifySeconds = NOTIFY_TIMEOUT_SECONDS
     candidates: int = Field(CANDIDATES, ge=1, le=MAX_CANDIDATES)
     defaults: Defaults = Field(default_factory=Defaults)
     gate: dict[str, Any] = Field(default_factory=dict)
@@ -252,13 +259,6 @@ class CurriculumConfig(_Strict):
 
         check_whole_config(self)
         return self
-
-    @field_validator("regression_margin", mode="before")
-    @classmethod
-    def _margin_accepts_ints(cls, value: Any) -> Any:
-        # strict mode would refuse `regression_margin = 0` with a type error; let the
-        # range check say what is wrong instead.
-        return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
     @field_validator("gate")
     @classmethod

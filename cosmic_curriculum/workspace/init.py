@@ -17,8 +17,10 @@ from cosmic_curriculum.errors import ConfigError, CurriculumError
 from cosmic_curriculum.system.fsio import atomic_write_json, atomic_write_text
 from cosmic_curriculum.workspace.config_file import ARENA_PRESETS, preset_path
 from cosmic_curriculum.workspace.layout import (
+    DETACHED_LOG,
     HISTORY_FILE,
     LOCK_FILE,
+    PENDING_COMMIT_FILE,
     REPORT_HTML,
     STATE_FILE,
 )
@@ -28,7 +30,10 @@ from cosmic_curriculum.workspace.state_file import save_state
 GITIGNORE = f"""# cosmic-curriculum workspace
 checkpoints/
 {LOCK_FILE}
+{PENDING_COMMIT_FILE}
 {REPORT_HTML}
+# the detached run's console (plain text, appended by every `run --detach`)
+logs/{DETACHED_LOG}
 # temp files of interrupted atomic writes
 .*.tmp-*
 __pycache__/

@@ -5,6 +5,7 @@ A workspace holds::
     stages.toml                 the curriculum (default --config)
     curriculum_state.json       resumable state          eval_history.json  every evaluation
     .cosmic-curriculum.lock     one run per workspace
+    .cosmic-curriculum.commit   a decision saved but not yet in git (its commit message)
     bots/<exp>.json             exported bots             checkpoints/<exp>/final.zip
     bots/<exp>.onnx             the same bot as ONNX (for games; not used by the curriculum)
     checkpoints/<exp>/step_<n>.zip  periodic checkpoints  checkpoints/seed/  imported seeds
@@ -31,6 +32,7 @@ CONFIG_FILE = "stages.toml"
 STATE_FILE = "curriculum_state.json"
 HISTORY_FILE = "eval_history.json"
 LOCK_FILE = ".cosmic-curriculum.lock"
+PENDING_COMMIT_FILE = ".cosmic-curriculum.commit"
 CURVES_FILE = "curriculum_curves.png"
 DETACHED_LOG = "curriculum.log"
 FINAL_CHECKPOINT = "final.zip"
@@ -158,6 +160,10 @@ class Layout(NamedTuple):
     @property
     def lock(self) -> Path:
         return self.root / LOCK_FILE
+
+    @property
+    def pending_commit(self) -> Path:
+        return self.root / PENDING_COMMIT_FILE
 
     @property
     def config(self) -> Path:

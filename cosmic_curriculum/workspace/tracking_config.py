@@ -20,6 +20,7 @@ from cosmic_curriculum.defaults import (
     TRACKING_TIMEOUT_SECONDS,
     WANDB_MODE,
     WANDB_PROJECT,
+    seconds_problem,
 )
 from cosmic_curriculum.workspace.config_errors import SECRET_NOT_SHOWN
 
@@ -80,12 +81,20 @@ class TrackingConfig(_Strict):
     tensorboard: bool | None = TRACKING_TENSORBOARD
     mlflow: MlflowTracking | None = None
     wandb: WandbTracking | None = None
-    timeout: float = Field(TRACKING_TIMEOUT_SECONDS, gt=0)
+    timeout: float = TRACKING_TIMEOUT_SECONDS
 
     @field_validator("timeout", mode="before")
     @classmethod
     def _timeout_accepts_ints(cls, value: object) -> object:
         return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+    @field_validator("timeout")
+    @classmethod
+    def _timeout_in_range(cls, value: float) -> float:
+        # finite and bounded like every timeout (defaults.TIMEOUT_RANGES)
+        if (problem := seconds_problem(value, "tracking", quote=False)) is not None:
+            raise ValueError(problem)
+        return value
 
     def remote(self) -> list[str]:
         """The trackers configured besides TensorBoard, in delivery order."""

@@ -17,11 +17,13 @@ from cosmic_curriculum.core.rules import (
     decision_news,
     evaluation_seed,
     fresh_seed,
+    notifier_outcome,
     override_ruling,
     own_record,
     reference_change,
     resume_choice,
 )
+from cosmic_curriculum.defaults import NOTIFY_REFUSED_EXIT
 from cosmic_curriculum.workspace.config import CurriculumConfig, GateSettings
 from cosmic_curriculum.workspace.config_file import load_config
 from cosmic_curriculum.workspace.state import Attempt, Candidate, CurriculumState, LogEntry
@@ -339,3 +341,18 @@ def test_a_replayed_reference_change_evaluates_the_candidates_again(
     )
     c1 = (after.in_flight.candidates or [])[0]
     assert (c1.phase, c1.eval_id, c1.score) == ("trained", None, None)
+
+
+@pytest.mark.parametrize(
+    ("code", "outcome"),
+    [
+        (0, "sent"),
+        (NOTIFY_REFUSED_EXIT, "refused"),
+        (1, "failed"),
+        (75, "failed"),
+        (-9, "failed"),
+        (None, "failed"),
+    ],
+)
+def test_notifier_outcome(code: int | None, outcome: str) -> None:
+    assert notifier_outcome(code) == outcome

@@ -11,6 +11,7 @@ from fakes.workspace import stages_toml
 from cosmic_curriculum.core import phases
 from cosmic_curriculum.core import transitions as t
 from cosmic_curriculum.core.rules import attempt_experiment
+from cosmic_curriculum.defaults import NOTIFY_MAX_TRIES
 from cosmic_curriculum.workspace.config import CurriculumConfig
 from cosmic_curriculum.workspace.config_file import load_config
 from cosmic_curriculum.workspace.state import Attempt, Candidate, CurriculumState
@@ -46,6 +47,7 @@ EVENTS: dict[str, t.Event] = {
     "PushTried": t.PushTried(ok=False),
     "NotificationQueued": t.NotificationQueued({"id": "n-1", "event": "blocked"}),
     "NotificationSent": t.NotificationSent("n-1"),
+    "NotificationFailed": t.NotificationFailed("n-1"),
 }
 
 # Written out by hand (not derived from phases.EDGES): the phase each event leaves, per phase;
@@ -78,6 +80,7 @@ TABLE: dict[str, tuple[str, ...]] = {
     "PushTried": ("none", "training", "trained", "evaluated", "decided", "committed"),
     "NotificationQueued": ("none", "training", "trained", "evaluated", "decided", "committed"),
     "NotificationSent": ("none", "training", "trained", "evaluated", "decided", "committed"),
+    "NotificationFailed": ("none", "training", "trained", "evaluated", "decided", "committed"),
 }
 
 
@@ -289,6 +292,28 @@ def test_the_outbox_keeps_unsent_notifications_once_each_and_empties_to_none(
     assert len(outbox) == t.OUTBOX_LIMIT and outbox[-1]["id"] == str(t.OUTBOX_LIMIT + 4)
 
 
+@pytest.mark.parametrize(
+    ("tries", "permanent", "left"),
+    [
+        (None, False, 1),  # first failure: kept, counted
+        (NOTIFY_MAX_TRIES - 2, False, NOTIFY_MAX_TRIES - 1),
+        (NOTIFY_MAX_TRIES - 1, False, None),  # the last try: dropped
+        (None, True, None),  # refused for good: dropped at once
+        ("x", False, 1),  # a hand-edited count starts again
+        (-3, False, 1),
+    ],
+)
+def test_a_failed_notification_stays_a_bounded_number_of_tries(
+    config: CurriculumConfig, tries: Any, permanent: bool, left: int | None
+) -> None:
+    note: dict[str, Any] = {"id": "a"} if tries is None else {"id": "a", "tries": tries}
+    state = state_in("committed", notify_outbox=[note, {"id": "b"}])
+    state = t.apply(state, config, t.NotificationFailed("a", permanent=permanent))
+    outbox = state.notify_outbox or []
+    assert outbox[-1] == {"id": "b"}  # the notes behind it are untouched
+    assert ([n.get("tries") for n in outbox if n["id"] == "a"] or [None])[0] == left
+
+
 def test_architecture_doc_shows_the_diagram_of_the_table() -> None:
     doc = (Path(__file__).resolve().parents[2] / "docs" / "ARCHITECTURE.md").read_text()
     assert phases.mermaid_diagram() in doc, "regenerate the diagram: phases.mermaid_diagram()"
@@ -411,6 +436,7 @@ STATUS_TABLE: dict[str, tuple[str, str, str]] = {
     "PushTried": ("in_progress", "blocked", "done"),
     "NotificationQueued": ("in_progress", "blocked", "done"),
     "NotificationSent": ("in_progress", "blocked", "done"),
+    "NotificationFailed": ("in_progress", "blocked", "done"),
 }
 
 
