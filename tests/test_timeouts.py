@@ -121,6 +121,23 @@ def test_a_timeout_key_out_of_range_is_one_line_from_run(tmp_path: Path, line: s
     assert not (ws / "fake_runs.jsonl").exists()
 
 
+@pytest.mark.parametrize(
+    ("table", "key"),
+    [("launcher", "request_timeout"), ("tracking", "timeout")],
+)
+@pytest.mark.parametrize("value", ["inf", "1e308", "nan"])
+def test_a_timeout_in_a_table_out_of_range_is_one_line_from_run(
+    tmp_path: Path, table: str, key: str, value: str
+) -> None:
+    ws = make_workspace(tmp_path / "ws", stages=["score"])
+    toml = ws / "stages.toml"
+    assert f"[{table}]" not in toml.read_text()
+    toml.write_text(toml.read_text() + f"\n[{table}]\n{key} = {value}\n")
+    result = cli("run", "--workspace", str(ws), "--no-push", cwd=tmp_path)
+    assert_one_line(result, "stages.toml", key, "finite number of seconds", "at most 3600")
+    assert not (ws / "fake_runs.jsonl").exists()
+
+
 def test_publish_refuses_an_endless_push_timeout(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     result = subprocess.run(
@@ -145,5 +162,5 @@ def test_the_git_timeout_variable_out_of_range_falls_back_to_the_default(
 def test_the_ranges_are_in_the_defaults_table() -> None:
     # One table: no module keeps its own bound of a timeout.
     assert json.loads(json.dumps(sorted(TIMEOUT_RANGES))) == sorted(
-        ["notify", "bot", "attempt", "push", "git", "lock_wait", "interval"]
+        ["notify", "bot", "attempt", "push", "git", "lock_wait", "interval", "ray", "tracking"]
     )
