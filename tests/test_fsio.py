@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from cosmic_curriculum.errors import StateError
+from cosmic_curriculum.system import fsio
 from cosmic_curriculum.system.fsio import atomic_write_json, clean_stale_temps, read_json
 
 
@@ -102,3 +103,20 @@ def test_kill_9_during_writes_never_leaves_a_torn_file(tmp_path: Path) -> None:
         assert isinstance(data["i"], int)
         clean_stale_temps(tmp_path)
         assert [p.name for p in tmp_path.iterdir()] == ["state.json"]
+
+
+def test_a_git_ignored_dir_keeps_what_is_written_in_it_out_of_git_status(tmp_path: Path) -> None:
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    place = fsio.git_ignored_dir(tmp_path / "logs" / "tracking")
+    (place / "events.jsonl").write_text("{}\n")
+    (place / "scalars").mkdir()
+    (place / "scalars" / "a.jsonl").write_text("{}\n")
+    assert fsio.git_ignored_dir(place) == place  # again: the user's edit of it is kept
+    status = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert status.stdout == ""

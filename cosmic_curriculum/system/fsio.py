@@ -84,6 +84,21 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     fsync_dir(path.parent)
 
 
+def git_ignored_dir(directory: Path) -> Path:
+    """``directory`` (made if missing) with a ``.gitignore`` of ``*`` in it: what a tool
+    writes there for itself (a tracker's outbox, event files, a local store) never shows
+    as untracked work in the user's repository, whoever made the workspace (a workspace
+    not made by `init` has no .gitignore of ours)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    ignore = directory / ".gitignore"
+    if not ignore.is_file():
+        with contextlib.suppress(FileExistsError):
+            fd = os.open(ignore, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write("# written by cosmic-curriculum: nothing here belongs in git\n*\n")
+    return directory
+
+
 def atomic_write_text(path: Path, text: str) -> None:
     atomic_write_bytes(path, utf8(text))
 

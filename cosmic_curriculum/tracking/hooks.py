@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING
 
 from cosmic_curriculum import defaults
 from cosmic_curriculum.errors import ConfigError
+from cosmic_curriculum.system import fsio
 from cosmic_curriculum.tracking import outbox
-from cosmic_curriculum.tracking.delivery import send_all
+from cosmic_curriculum.tracking.delivery import local_store, send_all
 from cosmic_curriculum.tracking.queue import queue
 from cosmic_curriculum.workspace import history
 from cosmic_curriculum.workspace.tracking_config import tracking_of
@@ -61,8 +62,25 @@ def check(config: CurriculumConfig) -> None:
             )
 
 
+def own_dirs(run: Run, names: list[str]) -> None:
+    """The directories the trackers write in the workspace, each ignored by git on its
+    own (fsio.git_ignored_dir): the outbox, TensorBoard's events, a local MLflow store
+    and W&B's run files when they lie in the workspace."""
+    logs = run.paths.logs
+    places = [outbox.directory(logs)] + ([logs / "tensorboard"] if "tensorboard" in names else [])
+    tracking = tracking_of(run.config)
+    if tracking.mlflow is not None and local_store(tracking.mlflow.tracking_uri):
+        places.append(run.ws / tracking.mlflow.tracking_uri.removeprefix("file:"))
+    if tracking.wandb is not None:
+        places.append(run.ws / (tracking.wandb.dir or ".") / "wandb")
+    for place in places:
+        if place.resolve().is_relative_to(run.ws.resolve()) and place.resolve() != run.ws.resolve():
+            fsio.git_ignored_dir(place)
+
+
 def trainer_env(run: Run, experiment: str) -> dict[str, str]:
     names = trackers(run.config)
+    own_dirs(run, names)
     tb = run.paths.logs / "tensorboard"
     env = {TENSORBOARD_ENV: str(tb) if "tensorboard" in names else ""}
     if tracking_of(run.config).remote():
@@ -159,6 +177,7 @@ def sync(run: Run) -> None:
         return
     logs = run.paths.logs
     try:
+        own_dirs(run, names)
         records = {str(r.get("id")): r for r in history.load(run.paths.history)}
         queue(logs, run.state, run.config, records)
         todo = [n for n in names if _pending(n, logs)]

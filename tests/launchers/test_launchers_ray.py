@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import time
@@ -304,7 +305,13 @@ def test_a_ray_jobs_scalars_reach_the_tracker_and_no_secret_reaches_the_job(
     assert "warning" not in done.stderr
 
     client = JobSubmissionClient(ray_address)
-    [job_id, *_] = [i for i in submission_ids(ray_address) if "curric-s1-score" in i]
+    # this workspace's job: the module's cluster also ran other tests' curric-s1-score
+    here = f"cd {shlex.quote(str(ws))} "
+    [job_id] = [
+        i
+        for i in submission_ids(ray_address)
+        if "curric-s1-score" in i and client.get_job_info(i).entrypoint.startswith(here)
+    ]
     job_env = client.get_job_info(job_id).runtime_env["env_vars"]
     spool = ws / "logs" / "tracking" / "scalars" / "curric-s1-score.jsonl"
     assert job_env["COSMIC_TRACKING_SCALARS"] == str(spool)
