@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from fakes.workspace import run_cli, trainer_runs
 from raycluster import ray_workspace
+from tcp_servers import serving
 
 from cosmic_curriculum.launchers import LaunchError
 from cosmic_curriculum.launchers.ray import RayLauncher
@@ -23,40 +24,8 @@ pytest.importorskip("ray.job_submission")
 
 
 def _serve(answer: bytes | None) -> Iterator[str]:
-    """A server on a free port: it accepts, reads the request, then answers ``answer`` and
-    closes, or (None) keeps the connection open and says nothing."""
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(16)
-    held: list[socket.socket] = []
-    stop = threading.Event()
-
-    def loop() -> None:
-        server.settimeout(0.2)
-        while not stop.is_set():
-            try:
-                conn, _ = server.accept()
-            except OSError:
-                continue
-            held.append(conn)
-            if answer is not None:
-                conn.settimeout(5)
-                try:
-                    conn.recv(65536)
-                    conn.sendall(answer)
-                finally:
-                    conn.close()
-
-    thread = threading.Thread(target=loop, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.getsockname()[1]}"
-    finally:
-        stop.set()
-        thread.join(5)
-        for conn in held:
-            conn.close()
-        server.close()
+    with serving(answer) as port:
+        yield f"http://127.0.0.1:{port}"
 
 
 @pytest.fixture

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +23,7 @@ from fakes.workspace import (
 )
 from fakes.workspace import run_in_process as run
 from readers import tensorboard_scalars
+from tcp_servers import serving
 
 from cosmic_curriculum.errors import BlockedError
 from cosmic_curriculum.system.fsio import FAULT_LOG_ENV, PAUSE_ENV
@@ -34,29 +33,8 @@ from cosmic_curriculum.tracking import outbox
 @pytest.fixture
 def silent_server() -> Iterator[int]:
     """A real server on 127.0.0.1 that accepts every connection and never answers."""
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(16)
-    held: list[socket.socket] = []
-    stop = threading.Event()
-
-    def accept() -> None:
-        server.settimeout(0.2)
-        while not stop.is_set():
-            try:
-                conn, _ = server.accept()
-            except OSError:
-                continue
-            held.append(conn)  # read nothing, answer nothing
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    yield server.getsockname()[1]
-    stop.set()
-    thread.join()
-    for conn in held:
-        conn.close()
-    server.close()
+    with serving(None) as port:
+        yield port
 
 
 def workspace(tmp_path: Path, tracking: str, max_retries: int = 2) -> Path:
