@@ -3,26 +3,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from config_helpers import error_for, write
 
 from cosmic_curriculum.errors import ConfigError
 from cosmic_curriculum.workspace.config_file import load_config, preset_path
 
 ONE_STAGE = '[[stages]]\nname = "a"\n'
-
-
-def write(tmp_path: Path, text: str) -> Path:
-    path = tmp_path / "stages.toml"
-    path.write_text(text)
-    return path
-
-
-def error_for(tmp_path: Path, text: str) -> str:
-    with pytest.raises(ConfigError) as info:
-        load_config(write(tmp_path, text))
-    msg = str(info.value)
-    assert "\n" not in msg and "stages.toml" in msg
-    assert info.value.exit_code == 2
-    return msg
 
 
 def test_shipped_stages_toml_has_the_seed_defaults(repo_root: Path) -> None:

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from config_helpers import error_for, write
 
-from cosmic_curriculum.errors import ConfigError
 from cosmic_curriculum.workspace.config_checks import (
     dashboard_address_problem,
     env_name_problem,
@@ -55,20 +55,6 @@ def test_owned_flags_in_every_spelling(
     token: str, owned: tuple[str, ...], expected: str | None
 ) -> None:
     assert owned_flag(token, owned) == expected
-
-
-def write(tmp_path: Path, text: str) -> Path:
-    path = tmp_path / "stages.toml"
-    path.write_text(text)
-    return path
-
-
-def error_for(tmp_path: Path, text: str) -> str:
-    with pytest.raises(ConfigError) as info:
-        load_config(write(tmp_path, text))
-    msg = str(info.value)
-    assert "\n" not in msg and "stages.toml" in msg and info.value.exit_code == 2
-    return msg
 
 
 STAGE = '[[stages]]\nname = "a"\n'
