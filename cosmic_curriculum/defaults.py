@@ -43,6 +43,23 @@ RAY_DASHBOARD_ADDRESS: Final = "http://127.0.0.1:8265"
 # Each call to the cluster's Jobs API ([launcher] request_timeout): connect, and each wait
 # for the answer's bytes.
 RAY_REQUEST_TIMEOUT_SECONDS: Final = 30.0
+# [launcher] kind = "slurm": seconds before the job's time limit at which Slurm sends the
+# trainer SIGUSR1 (signal_grace; it saves a step checkpoint and exits). Slurm checks the
+# limit about every 30 s, so less than a minute may come late.
+SLURM_SIGNAL_GRACE_SECONDS: Final = 120
+# Each Slurm command (sbatch, squeue, scontrol, sacct, scancel, sinfo): a controller that
+# does not answer in this time is reported, never waited for.
+SLURM_COMMAND_TIMEOUT_SECONDS: Final = 30.0
+# The workspace probe job of `run`'s preflight: how long it may wait for a node and run.
+SLURM_PROBE_SECONDS: Final = 120.0
+# A job PENDING with one of these reasons is refused by the cluster's limits: it would
+# wait forever (the rest, e.g. Resources or Priority, clear as other jobs end).
+SLURM_NEVER_CLEARS: Final = (
+    "ReqNodeNotAvail", "PartitionTimeLimit", "PartitionNodeLimit", "PartitionConfig",
+    "PartitionDown", "PartitionInactive", "InvalidQOS", "InvalidAccount", "BadConstraints",
+    "QOSMaxWallDurationPerJobLimit", "AssocMaxWallDurationPerJobLimit", "JobHeldAdmin",
+    "QOSMaxGRESPerJob", "AssocMaxGRESPerJob", "DependencyNeverSatisfied",
+)  # fmt: skip
 # The preset `init` copies (`init --bare` copies BARE_PRESET).
 PRESET: Final = "default"
 BARE_PRESET: Final = "bare"
