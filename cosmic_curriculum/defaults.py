@@ -50,6 +50,9 @@ SLURM_SIGNAL_GRACE_SECONDS: Final = 120
 # Each Slurm command (sbatch, squeue, scontrol, sacct, scancel, sinfo): a controller that
 # does not answer in this time is reported, never waited for.
 SLURM_COMMAND_TIMEOUT_SECONDS: Final = 30.0
+# How often `run` asks the controller about each job (scontrol): often enough to follow
+# a job within seconds, rarely enough for a shared controller.
+SLURM_POLL_SECONDS: Final = 2.0
 # The workspace probe job of `run`'s preflight: how long it may wait for a node and run.
 SLURM_PROBE_SECONDS: Final = 120.0
 # A job PENDING with one of these reasons is refused by the cluster's limits: it would

@@ -93,7 +93,7 @@ def _slurm_problem(config: CurriculumConfig) -> tuple[tuple[str, ...], str] | No
         )
     if launcher.mem is not None and not MEM_RE.fullmatch(launcher.mem):
         return ("launcher", "mem"), (
-            f"mem = {launcher.mem!r} is not a Slurm memory size; write e.g. \"32G\" or \"8000M\""
+            f'mem = {launcher.mem!r} is not a Slurm memory size; write e.g. "32G" or "8000M"'
         )
     if launcher.time is not None:
         seconds = slurm_seconds(launcher.time)
@@ -116,7 +116,7 @@ def _slurm_problem(config: CurriculumConfig) -> tuple[tuple[str, ...], str] | No
     for token in launcher.sbatch_args:
         if not token.startswith("-"):
             return ("launcher", "sbatch_args"), (
-                f"{token!r} is not an sbatch option; write each as one \"--name=value\" string"
+                f'{token!r} is not an sbatch option; write each as one "--name=value" string'
             )
         owned = owned_sbatch_option(token)
         if owned is not None:

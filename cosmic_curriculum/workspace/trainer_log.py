@@ -18,6 +18,8 @@ from cosmic_curriculum.system.processes import tail_text
 HEADER_BYTES = 4096  # a launch header is one line of the command: this covers any sane one
 # How cosmic-curriculum's commands (and any trainer that follows them) say their last word.
 ERROR_PREFIX = "error: "
+# The Slurm launcher's line for each state change of a job ("# slurm job 42: RUNNING on n3").
+SLURM_LINE = "# slurm job "
 
 
 def launch_header(now: str, argv: Sequence[str]) -> str:
@@ -57,4 +59,12 @@ def trainer_error(tail: str) -> str | None:
     lines = [line.strip() for line in tail.splitlines() if line.strip()]
     if lines and lines[-1].startswith(ERROR_PREFIX):
         return lines[-1][len(ERROR_PREFIX) :].strip() or None
+    return None
+
+
+def slurm_job_line(log: Path) -> str | None:
+    """The last Slurm job state line of the log ("job 42: RUNNING on n3"), else None."""
+    for line in reversed(tail_text(log, lines=200, max_bytes=65536).splitlines()):
+        if line.startswith(SLURM_LINE):
+            return "job " + line[len(SLURM_LINE) :].strip()
     return None
