@@ -47,6 +47,8 @@ TERMINAL = ("SUCCEEDED", "FAILED", "STOPPED")
 CALL_ATTEMPTS = 4
 RETRY_SECONDS = 0.5
 LOG_POLL_SECONDS = 1.0  # the Jobs API returns the whole log: fetch it at most this often
+# How Ray's job info words a lost node ("... its node has died", "node died").
+NODE_DIED = ("node has died", "node died", "node was terminated")
 HEADER_RE = re.compile(r"^# \d{4}-\d\d-\d\dT.*\n", re.MULTILINE)
 
 
@@ -60,6 +62,7 @@ class RayJob:
         self.written = 0
         self.partial = ""
         self.fetched_at = 0.0
+        self.message = ""  # Ray's word on how the job ended
 
     def record(self) -> TrainerRecord:
         return TrainerRecord(None, None, None, self.tag, self.launch_id)
@@ -123,12 +126,19 @@ class RayLauncher:
         if status not in TERMINAL:
             return None
         self.stream(job, force=True)  # the last lines before the exit status
+        job.message = str(getattr(info, "message", "") or "")
         code = getattr(info, "driver_exit_code", None)
         if status == "SUCCEEDED":
             return 0 if code is None else int(code)
         if code is not None:
             return int(code)
         return -15 if status == "STOPPED" else 1
+
+    def ended_by(self, handle: Handle) -> str | None:
+        """``NODE_FAIL`` when Ray says the node the job ran on died; Ray reports no time
+        limits or preemption of its own, so anything else is the job's own ending."""
+        message = _own(handle).message.lower()
+        return "NODE_FAIL" if any(s in message for s in NODE_DIED) else None
 
     def stop(self, handle: Handle, grace: float = DEFAULT_GRACE_SECONDS) -> None:
         job = _own(handle)
