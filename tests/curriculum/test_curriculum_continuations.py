@@ -28,6 +28,8 @@ from gitutil import git
 
 from cosmic_curriculum.curriculum.reporter import Reporter
 from cosmic_curriculum.errors import TrainerError
+from cosmic_curriculum.status.facts import status_data
+from cosmic_curriculum.status.text import render_status
 
 EXP = "curric-s1-score"
 STEP = f"checkpoints/{EXP}/step_200.zip"  # where pause_once waits (steps of 100 of 400)
@@ -91,6 +93,12 @@ def test_sigterm_from_outside_is_continued_to_done_with_timesteps_counting_on(
     assert not runs(ws, "overlap") and len(runs(ws, "done")) == 1
     assert reporter.progress == [100, 200, 300, 400]  # the count goes on from 200
     assert any("continuation 1 of at most 20 from " + STEP in m for m in reporter.infos)
+    # status (JSON and text) and REPORT.md show it
+    data = status_data(ws)
+    (row,) = data["stages"][0]["attempts"]
+    assert [c["reason"] for c in row["continuations"]] == ["SIGTERM from outside"]
+    assert "continued 1x: SIGTERM from outside" in render_status(data)
+    assert "continued 1x: SIGTERM from outside" in (ws / "REPORT.md").read_text()
 
 
 def test_max_continuations_0_makes_it_an_attempt_error_naming_the_setting(
@@ -126,6 +134,11 @@ def test_kill_9_of_run_during_a_continuation_then_resume_never_runs_two_trainers
         proc.wait(10)
         flight = read_state(ws)["in_flight"]
         assert [c["reason"] for c in flight["continuations"]] == ["SIGTERM from outside"]
+        shown = status_data(ws)
+        assert [c["reason"] for c in shown["in_flight"]["continuations"]] == [
+            "SIGTERM from outside"
+        ]
+        assert "continued 1x: SIGTERM from outside" in render_status(shown)
         resumed = run_cli(ws)
     finally:
         if proc.poll() is None:
@@ -192,3 +205,4 @@ def test_a_candidate_ended_from_outside_is_continued_and_the_others_go_on(
     ]
     assert len(runs(ws, "start", f"{EXP}-c1")) == 1 and len(runs(ws, "start", f"{EXP}-c2")) == 2
     assert not [r for r in trainer_runs(ws) if r["event"] == "overlap"]
+    assert "continued 1x: SIGTERM from outside (c2)" in render_status(status_data(ws))
