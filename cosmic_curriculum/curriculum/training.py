@@ -6,6 +6,9 @@ The training command's contract (docs/ENVIRONMENTS.md): called in the workspace 
 ``--n-parallel``/``--speedup``); it leaves ``checkpoints/EXPERIMENT/final.zip`` and
 ``bots/EXPERIMENT.json`` and exits 0. ``--seed K`` is given only to candidate k of an
 attempt with ``candidates = K > 1`` (:mod:`~cosmic_curriculum.curriculum.candidates`).
+On SIGTERM or SIGUSR1 it saves a step checkpoint and exits 128 + the signal: when that
+came from outside (a time limit, a preemption) the same argv is launched again with
+``--resume`` that checkpoint (a continuation, docs/SCALING.md).
 """
 
 from __future__ import annotations
