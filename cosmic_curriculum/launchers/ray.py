@@ -47,8 +47,6 @@ TERMINAL = ("SUCCEEDED", "FAILED", "STOPPED")
 CALL_ATTEMPTS = 4
 RETRY_SECONDS = 0.5
 LOG_POLL_SECONDS = 1.0  # the Jobs API returns the whole log: fetch it at most this often
-# How Ray's job info words a lost node ("... its node has died", "node died").
-NODE_DIED = ("node has died", "node died", "node was terminated")
 HEADER_RE = re.compile(r"^# \d{4}-\d\d-\d\dT.*\n", re.MULTILINE)
 
 
@@ -62,7 +60,7 @@ class RayJob:
         self.written = 0
         self.partial = ""
         self.fetched_at = 0.0
-        self.message = ""  # Ray's word on how the job ended
+        self.message = ""  # how Ray says the job ended: "<error_type>: <message>"
 
     def record(self) -> TrainerRecord:
         return TrainerRecord(None, None, None, self.tag, self.launch_id)
@@ -126,7 +124,8 @@ class RayLauncher:
         if status not in TERMINAL:
             return None
         self.stream(job, force=True)  # the last lines before the exit status
-        job.message = str(getattr(info, "message", "") or "")
+        kind = getattr(info, "error_type", None)
+        job.message = f"{getattr(kind, 'value', kind) or ''}: {getattr(info, 'message', '') or ''}"
         code = getattr(info, "driver_exit_code", None)
         if status == "SUCCEEDED":
             return 0 if code is None else int(code)
@@ -135,10 +134,11 @@ class RayLauncher:
         return -15 if status == "STOPPED" else 1
 
     def ended_by(self, handle: Handle) -> str | None:
-        """``NODE_FAIL`` when Ray says the node the job ran on died; Ray reports no time
-        limits or preemption of its own, so anything else is the job's own ending."""
-        message = _own(handle).message.lower()
-        return "NODE_FAIL" if any(s in message for s in NODE_DIED) else None
+        """``NODE_FAIL`` when Ray says the job's supervisor died with its node; Ray has
+        no time limits or preemption of its own, so anything else is the job's own end."""
+        kind, _, message = _own(handle).message.partition(": ")
+        died = kind == "JOB_SUPERVISOR_ACTOR_DIED" and "node" in message.lower()
+        return "NODE_FAIL" if died else None
 
     def stop(self, handle: Handle, grace: float = DEFAULT_GRACE_SECONDS) -> None:
         job = _own(handle)
