@@ -56,13 +56,17 @@ SLURM_POLL_SECONDS: Final = 2.0
 # The workspace probe job of `run`'s preflight: how long it may wait for a node and run.
 SLURM_PROBE_SECONDS: Final = 120.0
 # A job PENDING with one of these reasons is refused by the cluster's limits: it would
-# wait forever (the rest, e.g. Resources or Priority, clear as other jobs end).
+# wait forever (the rest, e.g. Resources or Priority, clear as other jobs end; so does
+# PartitionConfig, a new job's reason until the scheduler first looks at it).
 SLURM_NEVER_CLEARS: Final = (
-    "ReqNodeNotAvail", "PartitionTimeLimit", "PartitionNodeLimit", "PartitionConfig",
-    "PartitionDown", "PartitionInactive", "InvalidQOS", "InvalidAccount", "BadConstraints",
+    "ReqNodeNotAvail", "PartitionTimeLimit", "PartitionNodeLimit", "PartitionDown",
+    "PartitionInactive", "InvalidQOS", "InvalidAccount", "BadConstraints",
     "QOSMaxWallDurationPerJobLimit", "AssocMaxWallDurationPerJobLimit", "JobHeldAdmin",
     "QOSMaxGRESPerJob", "AssocMaxGRESPerJob", "DependencyNeverSatisfied",
 )  # fmt: skip
+# New launches of one training (or candidate) that a time limit or preemption ended
+# ([launcher] max_continuations): each resumes its latest step checkpoint.
+MAX_CONTINUATIONS: Final = 20
 # The preset `init` copies (`init --bare` copies BARE_PRESET).
 PRESET: Final = "default"
 BARE_PRESET: Final = "bare"

@@ -36,6 +36,7 @@ from cosmic_curriculum.defaults import (
     DECISION_TICKS,
     EVAL_EPISODES,
     LAUNCHER_KIND,
+    MAX_CONTINUATIONS,
     MAX_RETRIES,
     N_PARALLEL,
     NOTIFY_ON,
@@ -52,9 +53,7 @@ from cosmic_curriculum.defaults import (
     seconds_problem,
 )
 from cosmic_curriculum.workspace.env_config import EnvOverride, EnvSpec, check_envs, merged_env
-
-# Re-exported: the config's readers name the gate's settings from here.
-from cosmic_curriculum.workspace.gate_settings import GateSettings as GateSettings
+from cosmic_curriculum.workspace.gate_settings import GateSettings as GateSettings  # re-exported
 
 if TYPE_CHECKING:
     from cosmic_curriculum.workspace.trainer_config import TrainerConfig
@@ -110,8 +109,7 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
-# `candidates = K` (docs/SCALING.md): bounded, so a typo never submits 1000 trainings.
-MAX_CANDIDATES = 64
+MAX_CANDIDATES = 64  # `candidates = K` (docs/SCALING.md): a typo never submits 1000 jobs
 
 
 class ExecReference(_Strict):
@@ -201,10 +199,12 @@ class LauncherConfig(_Strict):
     """Where trainings run (`[launcher]`): this machine, a Ray cluster or Slurm jobs
     (docs/SCALING.md); the launcher's own keys are checked by config_checks.
 
-    ray: ``address`` (the dashboard; empty: ``RAY_ADDRESS``, then ``http://127.0.0.1:8265``),
-    ``num_gpus``, ``num_cpus``, ``memory`` (bytes), ``request_timeout`` per call. slurm:
-    sbatch's ``partition`` ... ``time`` and ``sbatch_args`` for each job, ``signal_grace``.
-    ``env``: each training's extra environment variables (every launcher).
+    ray: ``address`` (the dashboard; empty: ``RAY_ADDRESS``, then ``http://127.0.0.1:8265``,
+    never a cluster started silently), ``num_gpus``, ``num_cpus``, ``memory`` (bytes),
+    ``request_timeout`` per call. slurm: sbatch's ``partition`` ... ``time`` and
+    ``sbatch_args`` for each job, ``signal_grace``. ``env``: each training's extra environment
+    variables (every launcher). ``max_continuations``: the relaunches of one training that a
+    time limit or preemption ended (docs/SCALING.md).
     """
 
     kind: Literal["local", "ray", "slurm"] = LAUNCHER_KIND
@@ -226,6 +226,7 @@ class LauncherConfig(_Strict):
     sbatch_args: list[Arg] = Field(default_factory=list)
     signal_grace: int = Field(SLURM_SIGNAL_GRACE_SECONDS, ge=1, le=65535)
     max_parallel: int | None = Field(None, ge=1)
+    max_continuations: int = Field(MAX_CONTINUATIONS, ge=0)
     # The evaluation_command as a cluster job too (the built-in evaluator always runs here).
     evaluate_remote: bool = False
 
