@@ -1,12 +1,13 @@
 """A private one-node Slurm cluster for tests and benchmarks: munged, slurmctld and slurmd
 run as root with every file in one temp dir (config, state, spool, logs, munge key and
 socket, fake GPU device files), on free ports; stopping it stops only its own processes,
-by pid. Clients find it through ``SLURM_CONF`` (:func:`slurm_env`).
+by pid. Clients find it through ``SLURM_CONF`` (:meth:`SlurmCluster.env`).
 
-Needs Debian 12's ``slurmctld slurmd slurm-client munge`` (scripts/install.sh installs them
-when run as root) and root (slurmd runs jobs as their users); :func:`cluster_problem`
-says why a test must skip. Scheduler delays are lowered so a job starts within about a
-second; a requeued job waits ``cred_expire`` + 1 s (set low here).
+Needs Debian 12's ``slurmctld slurmd slurm-client munge`` (scripts/install_slurm.sh, which
+scripts/test.sh runs, installs them as root) and root (slurmd runs jobs as their users);
+:func:`cluster_problem` says why a test must skip (in CI it fails instead). Scheduler
+delays are lowered so a job starts within about a second; a requeued job waits
+``cred_expire`` + 1 s (set low here).
 """
 
 from __future__ import annotations
@@ -23,8 +24,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 NODE = "cosmic1"
 PARTITION = "debug"
+SHORT = "short"  # a one-minute limit
 GPUS = 4
 CPUS = 8  # more than the machine's: config_overrides lets the node declare them
 READY_SECONDS = 60.0
@@ -71,7 +75,7 @@ def cluster_problem() -> str | None:
     """Why this machine cannot start the cluster (then tests skip), else None."""
     missing = [d for d in DAEMONS if shutil.which(d) is None]
     if missing:
-        return f"needs {', '.join(missing)} (scripts/install.sh installs Slurm as root)"
+        return f"needs {', '.join(missing)} (scripts/install_slurm.sh installs Slurm as root)"
     if os.geteuid() != 0:
         return "slurmd runs jobs as their users: needs root"
     return None
@@ -134,6 +138,8 @@ def _write_config(root: Path) -> Path:
         f"NodeName={NODE} NodeHostname={socket.gethostname()} NodeAddr=127.0.0.1 "
         f"CPUs={CPUS} RealMemory=4000 Gres=gpu:{GPUS} State=UNKNOWN\n"
         f"PartitionName={PARTITION} Nodes={NODE} Default=YES MaxTime=INFINITE State=UP\n"
+        # A job asking for more than a minute here waits forever (PartitionTimeLimit).
+        f"PartitionName={SHORT} Nodes={NODE} MaxTime=1 State=UP\n"
     )
     conf = root / "slurm.conf"
     conf.write_text(text)
@@ -198,6 +204,19 @@ def _stop(root: Path) -> None:
                 break
 
 
+@pytest.fixture(scope="session")
+def slurm_cluster() -> Iterator[SlurmCluster]:
+    """One cluster for the session (each xdist worker its own). Without Slurm it skips,
+    except in CI (``CI=true``), where the Slurm tests must run: there it fails."""
+    problem = cluster_problem()
+    if problem and os.environ.get("CI", "").lower() in ("true", "1"):
+        pytest.fail(f"CI=true but the Slurm test cluster cannot start: {problem}")
+    if problem:
+        pytest.skip(problem)
+    with local_slurm_cluster() as cluster:
+        yield cluster
+
+
 @contextmanager
 def local_slurm_cluster() -> Iterator[SlurmCluster]:
     """A new one-node cluster (partition ``debug``, 8 CPUs, 4 fake GPUs), stopped on exit."""
@@ -216,11 +235,16 @@ def local_slurm_cluster() -> Iterator[SlurmCluster]:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def slurm_workspace(path: Path, cluster: SlurmCluster, **script: object) -> Path:
-    """A two-stage fake-trainer workspace whose trainings are jobs on ``cluster``."""
+def slurm_workspace(
+    path: Path, cluster: SlurmCluster, launcher: str = 'gres = "gpu:1"\n', **script: object
+) -> Path:
+    """A two-stage fake-trainer workspace whose trainings are jobs on ``cluster`` (in
+    partition ``debug`` unless ``launcher``, the [launcher] table's keys, names one)."""
     from fakes.workspace import make_workspace
 
     ws = make_workspace(path, stages=["score", "defend"], trainer_script=script or None)
+    if "partition" not in launcher:
+        launcher = f'partition = "{PARTITION}"\n{launcher}'
     with open(ws / "stages.toml", "a") as fh:
-        fh.write(f'\n[launcher]\nkind = "slurm"\npartition = "{PARTITION}"\ngres = "gpu:1"\n')
+        fh.write(f'\n[launcher]\nkind = "slurm"\n{launcher}')
     return ws

@@ -22,7 +22,6 @@ import os
 import re
 import shlex
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -30,11 +29,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
-from cosmic_curriculum.defaults import (
-    SLURM_COMMAND_TIMEOUT_SECONDS,
-    SLURM_NEVER_CLEARS,
-    SLURM_POLL_SECONDS,
-)
+from cosmic_curriculum.defaults import SLURM_COMMAND_TIMEOUT_SECONDS, SLURM_POLL_SECONDS
 from cosmic_curriculum.launchers import (
     DEFAULT_GRACE_SECONDS,
     Handle,
@@ -42,37 +37,20 @@ from cosmic_curriculum.launchers import (
     LaunchSpec,
     TrainerRecord,
 )
+from cosmic_curriculum.launchers.slurm_rules import (
+    LIVE,
+    exit_status,
+    fields,
+    judge,
+    missing_commands,
+    refusal,
+)
 from cosmic_curriculum.system.processes import LogTailer
 from cosmic_curriculum.workspace.config import LauncherConfig
 from cosmic_curriculum.workspace.trainer_log import SLURM_LINE
 
-LIVE = (
-    "PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "RESIZING", "REQUEUED",
-    "REQUEUE_FED", "REQUEUE_HOLD", "SIGNALING", "STAGE_OUT", "RESV_DEL_HOLD",
-)  # fmt: skip
-# Ends that are the cluster's doing, not the training's: the work is continued.
-CONTINUED = ("TIMEOUT", "PREEMPTED", "NODE_FAIL")
 FAILURES_ALLOWED = 10  # consecutive unanswered polls before the run reports it
 HEADER_RE = re.compile(rb"^# \d{4}-\d\d-\d\dT[^\n]*\n", re.MULTILINE)
-# What sbatch's refusal names, and the setting that asked for it.
-REFUSALS = (
-    ("partition", "partition"), ("account", "account"), ("qos", "qos"),
-    ("gres", "gres / gpus"), ("feature", "constraint"), ("time limit", "time"),
-    ("memory", "mem"), ("processors", "cpus_per_task"), ("node", "sbatch_args"),
-)  # fmt: skip
-
-
-def setting_for_reason(reason: str) -> str:
-    """The [launcher] setting behind a PENDING reason or a refusal Slurm gave."""
-    low = reason.lower()
-    if "timelimit" in low or "wallduration" in low:
-        return "time"
-    if "gres" in low:
-        return "gres / gpus"
-    for word, setting in REFUSALS:
-        if word.replace(" ", "") in low.replace(" ", ""):
-            return setting
-    return "partition, account, qos and constraint"
 
 
 class SlurmJob:
@@ -85,11 +63,11 @@ class SlurmJob:
         self.tag = tag
         self.tailer = LogTailer(log_path, start=offset)
         self.said = ""  # the last state line written into the log
-        self.restarts = -1  # the job's Restarts when first seen (a requeue adds one)
         self.code: int | None = None
         self.ended_by: str | None = None
         self.stopping = False
         self.asked_at = 0.0
+        self.interval = 0.0  # seconds between questions to the controller
         self.failures = 0
 
     def record(self) -> TrainerRecord:
@@ -126,7 +104,7 @@ class SlurmLauncher:
         }
         done = self.slurm(argv, stdin=script, env=env)
         if done.returncode != 0:
-            raise LaunchError(self.refusal(done.stderr))
+            raise LaunchError(refusal(done.stderr))
         job_id = done.stdout.strip().split(";")[0]
         job = SlurmJob(spec.launch_id, job_id, spec.log_path, spec.tag, offset)
         self._say(job, f"submitted as {spec.launch_id}")
@@ -139,9 +117,12 @@ class SlurmLauncher:
         job = _own(handle)
         if job.code is not None:
             return job.code
-        if time.monotonic() - job.asked_at < SLURM_POLL_SECONDS:
+        # Asked soon after submission (a short job ends in a second), then every
+        # SLURM_POLL_SECONDS: the interval doubles from a quarter second.
+        if time.monotonic() - job.asked_at < job.interval:
             return None
         job.asked_at = time.monotonic()
+        job.interval = min(SLURM_POLL_SECONDS, max(0.25, job.interval * 2))
         try:
             info = self.job_info(job.job_id)
         except LaunchError:
@@ -151,7 +132,9 @@ class SlurmLauncher:
             return None
         job.failures = 0
         if info is None:
-            return self._end(job, 1, f"error: Slurm job {job.job_id} is unknown to the cluster")
+            _append(job.log_path, f"error: Slurm job {job.job_id} is unknown to the cluster")
+            job.code = 1
+            return 1
         return self._judge(job, info)
 
     def ended_by(self, handle: Handle) -> str | None:
@@ -205,19 +188,12 @@ class SlurmLauncher:
                 "--cpus-per-task": c.cpus_per_task, "--mem": c.mem, "--time": c.time}  # fmt: skip
         return [f"{k}={v}" for k, v in opts.items() if v is not None]
 
-    def refusal(self, stderr: str) -> str:
-        """sbatch's refusal in one line, naming the setting it concerns."""
-        lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
-        said = lines[-1] if lines else "no reason given"
-        said = re.sub(r"^sbatch: error: (Batch job submission failed: )?", "", said)
-        return f"sbatch refused the job: {said} (check [launcher] {setting_for_reason(said)})"
-
     def job_info(self, job_id: str) -> dict[str, str] | None:
         """The job's fields (``scontrol show job`` while the controller keeps it, then
         its ``sacct -c`` record: JobState, ExitCode); None: the cluster knows no such job."""
         done = self.slurm(["scontrol", "-o", "show", "job", job_id])
         if done.returncode == 0 and done.stdout.strip():
-            return _fields(done.stdout)
+            return fields(done.stdout)
         done = self.slurm(["sacct", "-c", "-n", "-P", "-j", job_id, "-o", "jobid,state,exitcode"])
         for line in done.stdout.splitlines():
             parts = line.split("|")
@@ -260,53 +236,18 @@ class SlurmLauncher:
     # -- plumbing ---------------------------------------------------------------------
 
     def _judge(self, job: SlurmJob, info: dict[str, str]) -> int | None:
-        state = info.get("JobState", "")
-        reason = info.get("Reason", "None")
-        restarts = int(info.get("Restarts", "0") or 0)
-        if job.restarts < 0:
-            job.restarts = restarts
-        if restarts > job.restarts and not job.stopping:
-            # Requeued (scontrol requeue, a preemption): Slurm would run the same argv
-            # from its start; the curriculum continues it from its checkpoint instead.
-            job.ended_by = "REQUEUED"
+        verdict = judge(job.job_id, info, job.stopping)
+        if verdict.say:
+            self._say(job, verdict.say)
+        if verdict.cancel:
             self.slurm(["scancel", job.job_id])
-            return self._end(job, 128 + signal.SIGTERM, f"{SLURM_LINE}{job.job_id}: requeued")
-        if state == "PENDING":
-            self._say(job, f"PENDING ({reason})")
-            if reason.split(",")[0] in SLURM_NEVER_CLEARS and not job.stopping:
-                self.slurm(["scancel", job.job_id])
-                return self._end(
-                    job, 1, f"error: Slurm job {job.job_id} stayed PENDING for a reason that "
-                    f"will not clear: {reason} (check [launcher] {setting_for_reason(reason)}); "
-                    "cancelled it",
-                )  # fmt: skip
+        if verdict.code is None:
             return None
-        if state in LIVE:
-            node = info.get("BatchHost") or info.get("NodeList") or "?"
-            self._say(job, f"{state} on {node}")
-            return None
-        code = _exit_status(info.get("ExitCode", "0:0"))
-        limit = info.get("TimeLimit", "")
-        if state in CONTINUED:
-            job.ended_by = f"{state} (time limit {limit})" if state == "TIMEOUT" else state
-            line = f"{SLURM_LINE}{job.job_id}: {state}"
-            return self._end(job, code or 128 + signal.SIGTERM, line)
-        if code == 128 + signal.SIGUSR1 and not job.stopping:
-            job.ended_by = f"signalled {signal_grace_text(self.config)} before the time limit"
-        if state == "CANCELLED" and not job.stopping:
-            return self._end(
-                job, code or 128 + signal.SIGTERM,
-                f"error: Slurm job {job.job_id} was cancelled from outside this run (scancel)",
-            )  # fmt: skip
-        if state not in ("COMPLETED", "FAILED", "CANCELLED"):  # OUT_OF_MEMORY, DEADLINE...
-            return self._end(job, code or 1, f"error: Slurm job {job.job_id} ended {state}")
-        job.code = code
-        return code
-
-    def _end(self, job: SlurmJob, code: int, line: str) -> int:
-        _append(job.log_path, line)
-        job.code = code
-        return code
+        job.ended_by = verdict.ended_by
+        if verdict.line:
+            _append(job.log_path, verdict.line)
+        job.code = verdict.code
+        return job.code
 
     def _say(self, job: SlurmJob, what: str) -> None:
         """A state change of the job, as one line of its log (what `status` shows)."""
@@ -319,40 +260,10 @@ class SlurmLauncher:
         while time.monotonic() < deadline:
             info = self.job_info(job.job_id)
             if info is None or info.get("JobState") not in LIVE:
-                job.code = _exit_status((info or {}).get("ExitCode", "0:15")) or 143
+                job.code = exit_status((info or {}).get("ExitCode", "0:15")) or 143
                 return True
             time.sleep(0.5)
         return False
-
-
-def signal_grace_text(config: LauncherConfig) -> str:
-    return f"SIGUSR1 {config.signal_grace} s"
-
-
-def missing_commands(names: Sequence[str]) -> str:
-    return (
-        f'[launcher] kind = "slurm" needs {", ".join(names)} on PATH: not found; install '
-        "Slurm's client commands (e.g. apt-get install slurm-client) or load the cluster's "
-        "Slurm module, or set PATH"
-    )
-
-
-def _fields(line: str) -> dict[str, str]:
-    fields: dict[str, str] = {}
-    for token in line.split():
-        key, sep, value = token.partition("=")
-        if sep and key not in fields:
-            fields[key] = value
-    return fields
-
-
-def _exit_status(text: str) -> int:
-    """A job's exit code from Slurm's ``code:signal`` (a signal counts 128 + it)."""
-    code, _, sig = text.partition(":")
-    try:
-        return 128 + int(sig) if sig and int(sig) else int(code)
-    except ValueError:
-        return 1
 
 
 def _first(text: str) -> str:

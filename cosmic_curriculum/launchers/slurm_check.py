@@ -15,6 +15,12 @@ from typing import TYPE_CHECKING
 
 from cosmic_curriculum.defaults import SLURM_NEVER_CLEARS, SLURM_PROBE_SECONDS
 from cosmic_curriculum.launchers import LaunchError
+from cosmic_curriculum.launchers.slurm_rules import (
+    LIVE,
+    missing_commands,
+    refusal,
+    setting_for_reason,
+)
 
 if TYPE_CHECKING:
     from cosmic_curriculum.launchers.slurm import SlurmLauncher
@@ -23,14 +29,13 @@ COMMANDS = ("sbatch", "squeue", "scontrol", "scancel", "sinfo", "sacct")
 
 
 def check_cluster(launcher: SlurmLauncher, workspace: Path) -> None:
-    from cosmic_curriculum.launchers.slurm import missing_commands
-
     missing = [c for c in COMMANDS if shutil.which(c) is None]
     if missing:
         raise LaunchError(missing_commands(missing))
     ping = launcher.slurm(["scontrol", "ping"])
     if ping.returncode != 0 or "is UP" not in ping.stdout:
-        said = _last(ping.stderr) or _last(ping.stdout) or "no answer"
+        said = next((ln for ln in ping.stdout.splitlines() if "Slurmctld" in ln), "")
+        said = said.strip() or _last(ping.stderr) or "no answer"
         raise LaunchError(
             f"the Slurm controller does not answer (scontrol ping: {said}); check that "
             "slurmctld runs and that SLURM_CONF or /etc/slurm/slurm.conf names it"
@@ -48,7 +53,7 @@ def check_cluster(launcher: SlurmLauncher, workspace: Path) -> None:
     resources = [*launcher.resources(), *config.sbatch_args]
     test = launcher.slurm(["sbatch", "--test-only", *resources, "-o", "/dev/null", "--wrap=true"])
     if test.returncode != 0:
-        raise LaunchError(launcher.refusal(test.stderr))
+        raise LaunchError(refusal(test.stderr))
     _probe(launcher, workspace)
 
 
@@ -88,7 +93,7 @@ def _probe(launcher: SlurmLauncher, workspace: Path) -> None:
     try:
         done = launcher.slurm(argv, stdin=script)
         if done.returncode != 0:
-            raise LaunchError(launcher.refusal(done.stderr))
+            raise LaunchError(refusal(done.stderr))
         job_id = done.stdout.strip().split(";")[0]
         state, reason = _wait(launcher, job_id, reply)
         answer = reply.read_text().strip() if reply.exists() else ""
@@ -100,8 +105,6 @@ def _probe(launcher: SlurmLauncher, workspace: Path) -> None:
     if answer == nonce[::-1]:
         return
     if state == "PENDING":
-        from cosmic_curriculum.launchers.slurm import setting_for_reason
-
         raise LaunchError(
             f"the probe job {job_id} stayed PENDING ({reason}) for "
             f"{'ever' if reason in SLURM_NEVER_CLEARS else f'{SLURM_PROBE_SECONDS:g} s'}: "
@@ -117,8 +120,6 @@ def _probe(launcher: SlurmLauncher, workspace: Path) -> None:
 def _wait(launcher: SlurmLauncher, job_id: str, reply: Path) -> tuple[str, str]:
     """The probe's last state and reason once it ended, its reason never clears, or the
     wait is over."""
-    from cosmic_curriculum.launchers.slurm import LIVE
-
     deadline = time.monotonic() + SLURM_PROBE_SECONDS
     state, reason = "PENDING", "None"
     while time.monotonic() < deadline:

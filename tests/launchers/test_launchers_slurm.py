@@ -1,0 +1,231 @@
+"""The Slurm launcher against a real one-node Slurm cluster the tests start
+(tests/slurm_cluster.py: munged, slurmctld and slurmd in a temp dir, 4 fake GPUs, a
+partition ``short`` with a one-minute limit); the fake trainer stands in for training.
+Marked slow: each job takes a second or two, each state is polled every two seconds.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from fakes.workspace import cli_env, make_workspace, read_state, run_argv, run_cli, trainer_runs
+from slurm_cluster import SHORT, SlurmCluster, slurm_cluster, slurm_workspace
+
+from cosmic_curriculum.launchers import LaunchSpec
+from cosmic_curriculum.launchers.slurm import SlurmJob, SlurmLauncher
+from cosmic_curriculum.launchers.slurm_check import COMMANDS
+from cosmic_curriculum.workspace.config import LauncherConfig
+
+pytestmark = pytest.mark.slow
+__all__ = ["slurm_cluster"]  # the session's cluster fixture
+
+
+@pytest.fixture(autouse=True)
+def slurm_conf(slurm_cluster: SlurmCluster, monkeypatch: pytest.MonkeyPatch) -> SlurmCluster:
+    """Every Slurm command of the test (and of the `run`s it starts) talks to the cluster."""
+    monkeypatch.setenv("SLURM_CONF", str(slurm_cluster.conf))
+    return slurm_cluster
+
+
+def comparable(state: dict) -> list[tuple[object, ...]]:
+    return [(e["experiment"], e["decision"], e.get("eval")) for e in state["log"]]
+
+
+def wait_for(
+    condition: Callable[[], bool], run: subprocess.Popen[str] | subprocess.Popen[bytes]
+) -> None:
+    deadline = time.monotonic() + 120
+    while not condition():
+        assert time.monotonic() < deadline and run.poll() is None
+        time.sleep(0.2)
+
+
+def test_a_curriculum_through_slurm_jobs_equals_the_local_run(
+    tmp_path: Path, slurm_cluster: SlurmCluster
+) -> None:
+    local = make_workspace(tmp_path / "local", stages=["score", "defend"])
+    remote = slurm_workspace(tmp_path / "remote", slurm_cluster)
+    for ws in (local, remote):
+        result = run_cli(ws)
+        assert result.returncode == 0, result.stderr
+    assert comparable(read_state(remote)) == comparable(read_state(local))
+    assert read_state(remote)["status"] == "done"
+    log = (remote / "logs" / "curric-s1-score.log").read_text()
+    assert "fake trainer: curric-s1-score" in log  # the job's output reached the log
+    assert "# slurm job " in log  # and its state lines, which status shows
+    names = slurm_cluster.job_names()
+    for stage in ("curric-s1-score", "curric-s2-defend"):
+        assert len([n for n in names if n.startswith(f"cosmic-{stage}-")]) == 1, names
+    assert not list(remote.glob(".cosmic-probe-*"))  # the probe left nothing behind
+
+
+def test_k3_candidates_on_4_gpus_kill_9_then_resume_submits_nothing_twice(
+    tmp_path: Path, slurm_cluster: SlurmCluster
+) -> None:
+    """`candidates = 3`, one fake GPU each, all three side by side: kill -9 of `run` while
+    they train, then `run` again follows each candidate's job by its name."""
+    ws = slurm_workspace(
+        tmp_path / "ws", slurm_cluster, **{"*": {"steps": 10, "step_seconds": 0.5}}
+    )
+    (ws / "stages.toml").write_text("candidates = 3\n" + (ws / "stages.toml").read_text())
+    run = subprocess.Popen(run_argv(ws), env=cli_env(ws), start_new_session=True)
+    started = lambda: {r["experiment"] for r in trainer_runs(ws) if r["event"] == "start"}  # noqa: E731
+    wait_for(lambda: len(started()) == 3, run)
+    assert not [r for r in trainer_runs(ws) if r["event"] == "done"]  # side by side
+    os.killpg(run.pid, signal.SIGKILL)  # the run dies; its three jobs live on
+    run.wait()
+    result = run_cli(ws)
+    assert result.returncode == 0, result.stderr
+    for k in (1, 2, 3):
+        assert f"curric-s1-score-c{k}: following its training" in result.stdout
+    state = read_state(ws)
+    assert state["status"] == "done"
+    names = slurm_cluster.job_names()
+    for stage in ("curric-s1-score", "curric-s2-defend"):
+        for k in (1, 2, 3):
+            name = f"{stage}-c{k}"
+            mine = [n for n in names if n.startswith(f"cosmic-{name}-")]
+            assert len(mine) == 1, (name, mine)  # one job per candidate: never a second
+            assert (ws / "bots" / f"{name}.json").is_file()
+    starts = [r["experiment"] for r in trainer_runs(ws) if r["event"] == "start"]
+    assert len(starts) == 6 == len(set(starts))  # each candidate trained once
+
+
+def test_scancel_from_outside_is_a_named_attempt_error(
+    tmp_path: Path, slurm_cluster: SlurmCluster
+) -> None:
+    ws = slurm_workspace(tmp_path / "ws", slurm_cluster, **{"*": {"mode": "hang"}})
+    run = subprocess.Popen(
+        run_argv(ws), env=cli_env(ws), start_new_session=True, stderr=subprocess.PIPE, text=True
+    )
+    wait_for(lambda: any(r["event"] == "start" for r in trainer_runs(ws)), run)
+    [job] = [
+        line.split("|")[0]
+        for line in slurm_cluster.run("squeue", "-h", "-o", "%i|%j").splitlines()
+        if line.split("|")[1].startswith("cosmic-curric-s1-score-")
+    ]
+    slurm_cluster.run("scancel", job)
+    _, err = run.communicate(timeout=120)
+    assert run.returncode == 1
+    first = err.strip().splitlines()[0]
+    assert "curric-s1-score: training command exited with status" in first, err
+    assert f"Slurm job {job} was cancelled from outside this run (scancel)" in first
+    assert "error" in read_state(ws)["in_flight"]
+
+
+@pytest.mark.parametrize(
+    ("launcher", "fragments"),
+    [
+        ('partition = "nosuch"\n', ["[launcher] partition 'nosuch'", "debug, short"]),
+        ('gres = "fpga:1"\n', ["[launcher] gres 'fpga:1'", "gpu:4"]),
+        (
+            'gres = "gpu:1"\nconstraint = "nosuch"\n',
+            ["sbatch refused", "Invalid feature", "constraint"],
+        ),
+    ],
+    ids=["unknown-partition", "unknown-gres", "rejected-job"],
+)
+def test_bad_cluster_settings_are_one_line_before_any_training(
+    tmp_path: Path, slurm_cluster: SlurmCluster, launcher: str, fragments: list[str]
+) -> None:
+    ws = slurm_workspace(tmp_path / "ws", slurm_cluster, launcher)
+    result = run_cli(ws)
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+    assert trainer_runs(ws) == []
+    assert not list(ws.glob(".cosmic-probe-*"))
+
+
+def test_no_sbatch_on_path_and_an_unreachable_controller_are_one_line(
+    tmp_path: Path, slurm_cluster: SlurmCluster
+) -> None:
+    ws = slurm_workspace(tmp_path / "ws", slurm_cluster)
+    # A PATH with everything of this machine's but Slurm's client commands.
+    bare = tmp_path / "bin"
+    bare.mkdir()
+    for program in Path("/usr/bin").iterdir():
+        if program.name not in COMMANDS:
+            (bare / program.name).symlink_to(program)
+    env = {**cli_env(ws), "PATH": f"{Path(sys.executable).parent}:{bare}"}
+    done = subprocess.run(run_argv(ws), env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert 'kind = "slurm" needs sbatch' in done.stderr and "PATH" in done.stderr
+    dead = tmp_path / "dead.conf"
+    text = slurm_cluster.conf.read_text()
+    dead.write_text("\n".join(
+        "SlurmctldPort=1" if ln.startswith("SlurmctldPort=") else ln for ln in text.splitlines()
+    ))  # fmt: skip
+    env = {**cli_env(ws), "SLURM_CONF": str(dead)}
+    done = subprocess.run(run_argv(ws), env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "the Slurm controller does not answer" in done.stderr and "DOWN" in done.stderr
+    assert trainer_runs(ws) == []
+
+
+def test_a_job_pending_for_a_reason_that_never_clears_is_a_named_attempt_error(
+    tmp_path: Path, slurm_cluster: SlurmCluster
+) -> None:
+    """The partition's limit is a minute: a job asking for five waits forever."""
+    launcher = f'partition = "{SHORT}"\ntime = "5:00"\n'
+    ws = slurm_workspace(tmp_path / "ws", slurm_cluster, launcher)
+    result = run_cli(ws)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    first = result.stderr.strip().splitlines()[0]
+    assert "curric-s1-score: training command exited with status 1: Slurm job" in first
+    assert "stayed PENDING" in first and "PartitionTimeLimit" in first
+    assert "[launcher] time" in first
+    assert trainer_runs(ws) == []  # it never ran
+    assert not [
+        ln for ln in slurm_cluster.run("squeue", "-h", "-o", "%j").split() if "curric" in ln
+    ]
+
+
+def _launcher(**settings: object) -> SlurmLauncher:
+    return SlurmLauncher(LauncherConfig.model_validate({"kind": "slurm", **settings}))
+
+
+def _submit(launcher: SlurmLauncher, tmp_path: Path, script: str, name: str) -> SlurmJob:
+    log = tmp_path / f"{name}.log"
+    spec = LaunchSpec(["sh", "-c", script], tmp_path, log, launch_id=f"cosmic-test-{name}")
+    return launcher.start(spec)
+
+
+def _until_done(launcher: SlurmLauncher, job: SlurmJob, seconds: float = 60) -> int:
+    deadline = time.monotonic() + seconds
+    while (code := launcher.result(job)) is None:
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    return code
+
+
+def test_a_requeued_job_ends_by_the_cluster_and_is_not_run_again(
+    tmp_path: Path, slurm_cluster: SlurmCluster
+) -> None:
+    """`scontrol requeue` (what a preemption in REQUEUE mode does): `ended_by` says so, and
+    the job is cancelled rather than trained again from its start (the curriculum
+    continues it from its checkpoint in a new job)."""
+    launcher = _launcher()
+    job = _submit(launcher, tmp_path, "echo started; sleep 60", "requeue")
+    log = tmp_path / "requeue.log"
+    deadline = time.monotonic() + 60
+    while "started" not in (log.read_text() if log.exists() else ""):
+        assert time.monotonic() < deadline and launcher.result(job) is None
+        time.sleep(0.2)
+    slurm_cluster.run("scontrol", "requeue", job.job_id)
+    assert _until_done(launcher, job) == 143
+    assert launcher.ended_by(job) == "REQUEUED"
+    again = launcher.attach(job.record())
+    assert isinstance(again, SlurmJob) and again.job_id == job.job_id  # found by its name
+    state = slurm_cluster.run("squeue", "-h", "-t", "all", "-j", job.job_id, "-o", "%T")
+    assert state.strip() == "CANCELLED"  # not run a second time from its start
+    assert log.read_text().count("started") == 1
