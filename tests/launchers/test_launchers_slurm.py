@@ -7,6 +7,7 @@ Marked slow: each job takes a second or two, each state is polled every two seco
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from fakes.workspace import cli_env, make_workspace, read_state, run_argv, run_cli, trainer_runs
-from slurm_cluster import SHORT, SlurmCluster, slurm_cluster, slurm_workspace
+from slurm_cluster import NODE, SHORT, SlurmCluster, slurm_cluster, slurm_workspace
 
 from cosmic_curriculum.launchers import LaunchSpec
 from cosmic_curriculum.launchers.slurm import SlurmJob, SlurmLauncher
@@ -24,6 +25,7 @@ from cosmic_curriculum.launchers.slurm_check import COMMANDS
 from cosmic_curriculum.workspace.config import LauncherConfig
 
 pytestmark = pytest.mark.slow
+EXP = "curric-s1-score"
 __all__ = ["slurm_cluster"]  # the session's cluster fixture
 
 
@@ -36,6 +38,13 @@ def slurm_conf(slurm_cluster: SlurmCluster, monkeypatch: pytest.MonkeyPatch) -> 
 
 def comparable(state: dict) -> list[tuple[object, ...]]:
     return [(e["experiment"], e["decision"], e.get("eval")) for e in state["log"]]
+
+
+def status_text(ws: Path) -> str:
+    argv = [sys.executable, "-m", "cosmic_curriculum", "status", "--workspace", str(ws)]
+    done = subprocess.run(argv, env=cli_env(ws), capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
 
 
 def wait_for(
@@ -79,6 +88,10 @@ def test_k3_candidates_on_4_gpus_kill_9_then_resume_submits_nothing_twice(
     started = lambda: {r["experiment"] for r in trainer_runs(ws) if r["event"] == "start"}  # noqa: E731
     wait_for(lambda: len(started()) == 3, run)
     assert not [r for r in trainer_runs(ws) if r["event"] == "done"]  # side by side
+    shown = status_text(ws)  # each candidate's job, from its log: status asks Slurm nothing
+    for k in (1, 2, 3):
+        assert re.search(rf"c{k} curric-s1-score-c{k}: training.*, Slurm job \d+: RUNNING on "
+                         f"{NODE}", shown), shown  # fmt: skip
     os.killpg(run.pid, signal.SIGKILL)  # the run dies; its three jobs live on
     run.wait()
     result = run_cli(ws)
@@ -229,3 +242,34 @@ def test_a_requeued_job_ends_by_the_cluster_and_is_not_run_again(
     state = slurm_cluster.run("squeue", "-h", "-t", "all", "-j", job.job_id, "-o", "%T")
     assert state.strip() == "CANCELLED"  # not run a second time from its start
     assert log.read_text().count("started") == 1
+
+
+def test_a_training_longer_than_its_jobs_limit_finishes_through_continuations(
+    tmp_path: Path, slurm_cluster: SlurmCluster
+) -> None:
+    """45 s of training in jobs of a minute told to checkpoint 55 s before it (Slurm checks
+    limits about every 30 s, so the signal comes 5 to 35 s in): each job's trainer saves a
+    step checkpoint on SIGUSR1 and exits 138, and the next job resumes it."""
+    launcher = f'partition = "{SHORT}"\ntime = "1"\nsignal_grace = 55\ngres = "gpu:1"\n'
+    script = {"curric-s1-score": {"steps": 45, "step_seconds": 1.0}}
+    ws = slurm_workspace(tmp_path / "ws", slurm_cluster, launcher, **script)
+    result = subprocess.run(
+        run_argv(ws), env=cli_env(ws), capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr
+    state = read_state(ws)
+    assert state["status"] == "done"
+    first = state["log"][0]
+    assert (first["experiment"], first["attempt"], first["decision"]) == (EXP, 0, "pass")
+    reasons = [c["reason"] for c in first["continuations"]]
+    assert reasons and set(reasons) == {"SIGUSR1 before the time limit"}, reasons
+    starts = [r for r in trainer_runs(ws) if r["event"] == "start" and r["experiment"] == EXP]
+    assert len(starts) == len(reasons) + 1  # one job each, never a retry
+    resumes = [s["resume"] for s in starts[1:]]
+    assert all(r and r.startswith(f"checkpoints/{EXP}/step_") for r in resumes), resumes
+    steps = [int(r.rsplit("_", 1)[1].split(".")[0]) for r in resumes]
+    assert steps == sorted(steps) and len(set(steps)) == len(steps)  # the count goes on
+    mine = [n for n in slurm_cluster.job_names() if n.startswith(f"cosmic-{EXP}-")]
+    assert len(mine) == len(starts) == len(set(mine))  # a new job (and name) each
+    shown = status_text(ws)
+    assert f"continued {len(reasons)}x: SIGUSR1 before the time limit" in shown
