@@ -53,6 +53,8 @@ SLURM_COMMAND_TIMEOUT_SECONDS: Final = 30.0
 # How often `run` asks the controller about each job (scontrol): often enough to follow
 # a job within seconds, rarely enough for a shared controller.
 SLURM_POLL_SECONDS: Final = 2.0
+# How far back a resumed run looks in the cluster's accounting (sacct) for its jobs.
+SLURM_ACCOUNTING_DAYS: Final = 60
 # The workspace probe job of `run`'s preflight: how long it may wait for a node and run.
 SLURM_PROBE_SECONDS: Final = 120.0
 # A job PENDING with one of these reasons is refused by the cluster's limits: it would

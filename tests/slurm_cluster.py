@@ -29,6 +29,8 @@ import pytest
 NODE = "cosmic1"
 PARTITION = "debug"
 SHORT = "short"  # a one-minute limit
+DOWN = "broken"  # its one node is down
+DOWN_NODE = "cosmic9"
 GPUS = 4
 CPUS = 8  # more than the machine's: config_overrides lets the node declare them
 READY_SECONDS = 60.0
@@ -140,6 +142,11 @@ def _write_config(root: Path) -> Path:
         f"PartitionName={PARTITION} Nodes={NODE} Default=YES MaxTime=INFINITE State=UP\n"
         # A job asking for more than a minute here waits forever (PartitionTimeLimit).
         f"PartitionName={SHORT} Nodes={NODE} MaxTime=1 State=UP\n"
+        # A node no slurmd serves (a port nothing listens on), DOWN: its partition's jobs
+        # never start.
+        f"NodeName={DOWN_NODE} NodeHostname=nowhere NodeAddr=127.0.0.1 Port={_free_port()} "
+        "CPUs=1 State=DOWN\n"
+        f"PartitionName={DOWN} Nodes={DOWN_NODE} MaxTime=INFINITE State=UP\n"
     )
     conf = root / "slurm.conf"
     conf.write_text(text)

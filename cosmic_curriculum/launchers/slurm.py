@@ -29,7 +29,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
-from cosmic_curriculum.defaults import SLURM_COMMAND_TIMEOUT_SECONDS, SLURM_POLL_SECONDS
+from cosmic_curriculum.defaults import (
+    SLURM_ACCOUNTING_DAYS,
+    SLURM_COMMAND_TIMEOUT_SECONDS,
+    SLURM_POLL_SECONDS,
+)
 from cosmic_curriculum.launchers import (
     DEFAULT_GRACE_SECONDS,
     Handle,
@@ -49,6 +53,10 @@ from cosmic_curriculum.system.processes import LogTailer
 from cosmic_curriculum.workspace.config import LauncherConfig
 from cosmic_curriculum.workspace.trainer_log import SLURM_LINE
 
+# Where a job the controller no longer keeps (after MinJobAge) is found: the job
+# completion log (jobcomp/filetxt, what a cluster without slurmdbd has), then the
+# accounting database (slurmdbd; plain sacct reports today's jobs unless given a start).
+ACCOUNTING = (["-c"], ["-X", f"--starttime=now-{SLURM_ACCOUNTING_DAYS}days"])
 FAILURES_ALLOWED = 10  # consecutive unanswered polls before the run reports it
 HEADER_RE = re.compile(rb"^# \d{4}-\d\d-\d\dT[^\n]*\n", re.MULTILINE)
 
@@ -189,16 +197,17 @@ class SlurmLauncher:
         return [f"{k}={v}" for k, v in opts.items() if v is not None]
 
     def job_info(self, job_id: str) -> dict[str, str] | None:
-        """The job's fields (``scontrol show job`` while the controller keeps it, then
-        its ``sacct -c`` record: JobState, ExitCode); None: the cluster knows no such job."""
+        """The job's fields (``scontrol show job`` while the controller keeps it, then the
+        accounting's record: JobState, ExitCode); None: the cluster knows no such job."""
         done = self.slurm(["scontrol", "-o", "show", "job", job_id])
         if done.returncode == 0 and done.stdout.strip():
             return fields(done.stdout)
-        done = self.slurm(["sacct", "-c", "-n", "-P", "-j", job_id, "-o", "jobid,state,exitcode"])
-        for line in done.stdout.splitlines():
-            parts = line.split("|")
-            if len(parts) == 3 and parts[0] == job_id:
-                return {"JobState": parts[1].split()[0], "ExitCode": parts[2], "Final": "1"}
+        for source in ACCOUNTING:
+            argv = ["sacct", *source, "-n", "-P", "-j", job_id, "-o", "jobid,state,exitcode"]
+            for line in self.slurm(argv).stdout.splitlines():
+                parts = line.split("|")
+                if len(parts) == 3 and parts[0] == job_id:
+                    return {"JobState": parts[1].split()[0], "ExitCode": parts[2], "Final": "1"}
         return None
 
     def find(self, name: str) -> str | None:
@@ -207,9 +216,9 @@ class SlurmLauncher:
         if done.returncode != 0:
             raise LaunchError(f"squeue could not list the jobs: {_first(done.stderr)}")
         ids = [int(i) for i in done.stdout.split() if i.isdigit()]
-        if not ids:
-            done = self.slurm(["sacct", "-c", "-n", "-P", "-o", "jobid,jobname"])
-            for line in done.stdout.splitlines():
+        for source in ACCOUNTING if not ids else ():
+            argv = ["sacct", *source, "-n", "-P", f"--name={name}", "-o", "jobid,jobname"]
+            for line in self.slurm(argv).stdout.splitlines():
                 job, _, job_name = line.partition("|")
                 if job_name == name and job.isdigit():
                     ids.append(int(job))

@@ -18,6 +18,7 @@ from cosmic_curriculum.launchers import LaunchError
 from cosmic_curriculum.launchers.slurm_rules import (
     LIVE,
     missing_commands,
+    reason_of,
     refusal,
     setting_for_reason,
 )
@@ -124,7 +125,7 @@ def _wait(launcher: SlurmLauncher, job_id: str, reply: Path) -> tuple[str, str]:
     state, reason = "PENDING", "None"
     while time.monotonic() < deadline:
         info = launcher.job_info(job_id) or {}
-        state, reason = info.get("JobState", "UNKNOWN"), info.get("Reason", "None")
+        state, reason = info.get("JobState", "UNKNOWN"), reason_of(info)
         if reply.exists() or state not in LIVE:
             break
         if state == "PENDING" and reason.split(",")[0] in SLURM_NEVER_CLEARS:

@@ -30,8 +30,13 @@ TERMINATED = 128 + signal.SIGTERM
 REFUSALS = (
     ("partition", "partition"), ("account", "account"), ("qos", "qos"),
     ("gres", "gres / gpus"), ("feature", "constraint"), ("time limit", "time"),
-    ("memory", "mem"), ("processors", "cpus_per_task"), ("node", "sbatch_args"),
+    ("memory", "mem"), ("processors", "cpus_per_task"), ("node", "partition, sbatch_args"),
 )  # fmt: skip
+
+
+def reason_of(info: Mapping[str, str]) -> str:
+    """A job's PENDING reason as Slurm words it (``scontrol -o`` writes its spaces as _)."""
+    return info.get("Reason", "None").replace("_", " ")
 
 
 def setting_for_reason(reason: str) -> str:
@@ -39,6 +44,8 @@ def setting_for_reason(reason: str) -> str:
     low = reason.lower()
     if "timelimit" in low or "wallduration" in low:
         return "time"
+    if "reqnodenotavail" in low:  # the partition's nodes are down, or those asked for
+        return "partition, sbatch_args"
     if "gres" in low:
         return "gres / gpus"
     for word, setting in REFUSALS:
@@ -100,7 +107,7 @@ def judge(job_id: str, info: Mapping[str, str], stopping: bool) -> Verdict:
     """The verdict on a job's fields (``scontrol show job`` or its ``sacct -c`` record);
     ``stopping``: this run is stopping it."""
     state = info.get("JobState", "")
-    reason = info.get("Reason", "None")
+    reason = reason_of(info)
     restarts = int(info.get("Restarts", "0") or 0)
     if restarts > 0 and not stopping:
         # Requeued (scontrol requeue, a preemption; each job is submitted once, so any

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from fakes.workspace import cli_env, make_workspace, read_state, run_argv, run_cli, trainer_runs
-from slurm_cluster import NODE, SHORT, SlurmCluster, slurm_cluster, slurm_workspace
+from slurm_cluster import DOWN, NODE, SHORT, SlurmCluster, slurm_cluster, slurm_workspace
 
 from cosmic_curriculum.launchers import LaunchSpec
 from cosmic_curriculum.launchers.slurm import SlurmJob, SlurmLauncher
@@ -38,6 +38,19 @@ def slurm_conf(slurm_cluster: SlurmCluster, monkeypatch: pytest.MonkeyPatch) -> 
 
 def comparable(state: dict) -> list[tuple[object, ...]]:
     return [(e["experiment"], e["decision"], e.get("eval")) for e in state["log"]]
+
+
+def jobs_of(ws: Path, experiment: str, cluster: SlurmCluster) -> list[str]:
+    """The names of the jobs submitted for ``experiment`` (the launcher's "submitted as"
+    lines in its log; the session's cluster runs other tests' same-named experiments),
+    each checked to name exactly one job of the cluster: nothing submitted twice."""
+    log = (ws / "logs" / f"{experiment}.log").read_text()
+    names = re.findall(r"^# slurm job \d+: submitted as (\S+)$", log, flags=re.MULTILINE)
+    everything = cluster.job_names()
+    for name in names:
+        assert everything.count(name) == 1, (name, everything)
+    assert len(set(names)) == len(names), names
+    return names
 
 
 def status_text(ws: Path) -> str:
@@ -69,9 +82,8 @@ def test_a_curriculum_through_slurm_jobs_equals_the_local_run(
     log = (remote / "logs" / "curric-s1-score.log").read_text()
     assert "fake trainer: curric-s1-score" in log  # the job's output reached the log
     assert "# slurm job " in log  # and its state lines, which status shows
-    names = slurm_cluster.job_names()
     for stage in ("curric-s1-score", "curric-s2-defend"):
-        assert len([n for n in names if n.startswith(f"cosmic-{stage}-")]) == 1, names
+        assert len(jobs_of(remote, stage, slurm_cluster)) == 1
     assert not list(remote.glob(".cosmic-probe-*"))  # the probe left nothing behind
 
 
@@ -100,12 +112,10 @@ def test_k3_candidates_on_4_gpus_kill_9_then_resume_submits_nothing_twice(
         assert f"curric-s1-score-c{k}: following its training" in result.stdout
     state = read_state(ws)
     assert state["status"] == "done"
-    names = slurm_cluster.job_names()
     for stage in ("curric-s1-score", "curric-s2-defend"):
         for k in (1, 2, 3):
             name = f"{stage}-c{k}"
-            mine = [n for n in names if n.startswith(f"cosmic-{name}-")]
-            assert len(mine) == 1, (name, mine)  # one job per candidate: never a second
+            assert len(jobs_of(ws, name, slurm_cluster)) == 1  # never a second job
             assert (ws / "bots" / f"{name}.json").is_file()
     starts = [r["experiment"] for r in trainer_runs(ws) if r["event"] == "start"]
     assert len(starts) == 6 == len(set(starts))  # each candidate trained once
@@ -136,14 +146,22 @@ def test_scancel_from_outside_is_a_named_attempt_error(
 @pytest.mark.parametrize(
     ("launcher", "fragments"),
     [
-        ('partition = "nosuch"\n', ["[launcher] partition 'nosuch'", "debug, short"]),
+        ('partition = "nosuch"\n', ["[launcher] partition 'nosuch'", "broken, debug, short"]),
         ('gres = "fpga:1"\n', ["[launcher] gres 'fpga:1'", "gpu:4"]),
         (
             'gres = "gpu:1"\nconstraint = "nosuch"\n',
             ["sbatch refused", "Invalid feature", "constraint"],
         ),
+        (  # the partition's one node is down: Slurm refuses the job (sbatch --test-only)
+            f'partition = "{DOWN}"\n',
+            [
+                "sbatch refused the job",
+                "Requested node configuration is not available",
+                "[launcher] partition, sbatch_args",
+            ],
+        ),
     ],
-    ids=["unknown-partition", "unknown-gres", "rejected-job"],
+    ids=["unknown-partition", "unknown-gres", "rejected-job", "node-down"],
 )
 def test_bad_cluster_settings_are_one_line_before_any_training(
     tmp_path: Path, slurm_cluster: SlurmCluster, launcher: str, fragments: list[str]
@@ -269,7 +287,6 @@ def test_a_training_longer_than_its_jobs_limit_finishes_through_continuations(
     assert all(r and r.startswith(f"checkpoints/{EXP}/step_") for r in resumes), resumes
     steps = [int(r.rsplit("_", 1)[1].split(".")[0]) for r in resumes]
     assert steps == sorted(steps) and len(set(steps)) == len(steps)  # the count goes on
-    mine = [n for n in slurm_cluster.job_names() if n.startswith(f"cosmic-{EXP}-")]
-    assert len(mine) == len(starts) == len(set(mine))  # a new job (and name) each
+    assert len(jobs_of(ws, EXP, slurm_cluster)) == len(starts)  # a new job (and name) each
     shown = status_text(ws)
     assert f"continued {len(reasons)}x: SIGUSR1 before the time limit" in shown

@@ -45,8 +45,8 @@ def test_exit_status(text: str, code: int) -> None:
         ("Invalid qos specification", "qos"),
         ("Invalid feature specification", "constraint"),
         ("Memory required by task is not available", "mem"),
-        ("Requested node configuration is not available", "sbatch_args"),
-        ("ReqNodeNotAvail, UnavailableNodes:n1", "sbatch_args"),
+        ("Requested node configuration is not available", "partition, sbatch_args"),
+        ("ReqNodeNotAvail, UnavailableNodes:n1", "partition, sbatch_args"),
         ("JobHeldAdmin", "partition, account, qos and constraint"),
     ],
 )
@@ -100,6 +100,11 @@ def info(state: str, **more: str) -> dict[str, str]:
             1, say="PENDING (PartitionTimeLimit)", cancel=True,
             line="error: Slurm job 7 stayed PENDING for a reason that will not clear: "
             "PartitionTimeLimit (check [launcher] time); cancelled it")),
+        (False, info("PENDING", Reason="ReqNodeNotAvail,_UnavailableNodes:n9"), Verdict(
+            1, say="PENDING (ReqNodeNotAvail, UnavailableNodes:n9)", cancel=True,
+            line="error: Slurm job 7 stayed PENDING for a reason that will not clear: "
+            "ReqNodeNotAvail, UnavailableNodes:n9 (check [launcher] partition, sbatch_args); "
+            "cancelled it")),
         (False, info("CANCELLED", ExitCode="0:15"), Verdict(
             143, line="error: Slurm job 7 was cancelled from outside this run (scancel)")),
         (False, info("OUT_OF_MEMORY", ExitCode="0:9"),
