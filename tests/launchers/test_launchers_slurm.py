@@ -6,6 +6,7 @@ Marked slow: each job takes a second or two, each state is polled every two seco
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -290,3 +291,22 @@ def test_a_training_longer_than_its_jobs_limit_finishes_through_continuations(
     assert len(jobs_of(ws, EXP, slurm_cluster)) == len(starts)  # a new job (and name) each
     shown = status_text(ws)
     assert f"continued {len(reasons)}x: SIGUSR1 before the time limit" in shown
+
+
+def test_evaluate_remote_runs_the_evaluation_command_as_a_job_with_the_local_result(
+    tmp_path: Path, slurm_cluster: SlurmCluster
+) -> None:
+    local = make_workspace(tmp_path / "local", stages=["score", "defend"])
+    remote = slurm_workspace(tmp_path / "remote", slurm_cluster, "evaluate_remote = true\n")
+    for ws in (local, remote):
+        result = run_cli(ws)
+        assert result.returncode == 0, result.stderr
+    assert comparable(read_state(remote)) == comparable(read_state(local))
+    runs = (remote / "fake_evals.jsonl").read_text().splitlines()
+    assert [Path(json.loads(line)["candidate"]).stem for line in runs] == [
+        "curric-s1-score",
+        "curric-s2-defend",
+    ]
+    for stage in ("curric-s1-score", "curric-s2-defend"):
+        training, evaluation = jobs_of(remote, stage, slurm_cluster)  # one job each
+        assert f"cosmic-{stage}-evaluate-" in evaluation and "-evaluate-" not in training

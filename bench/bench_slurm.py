@@ -1,0 +1,92 @@
+"""Overhead of the Slurm launcher: the quick curriculum through local processes and
+through Slurm batch jobs on a private one-node cluster of this machine, side by side in
+one run.
+
+Usage: python bench/bench_slurm.py [--scale 0.05] [--keep DIR]
+
+Two fresh workspaces made by `cosmic-curriculum init --preset quick`, the real PPO
+trainer and evaluations, every stage's ``timesteps`` multiplied by ``--scale`` (1 is the
+preset itself, about 20 minutes an arm here; the default's tiny trainings make the fixed
+cost per job weigh far more than it would). The local run goes first, then the Slurm one
+(the cluster of tests/slurm_cluster.py: needs root and Debian's Slurm packages,
+scripts/install_slurm.sh). Prints both wall times, their decisions and the ratio
+(target <= 1.10).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+from slurm_cluster import PARTITION, cluster_problem, local_slurm_cluster  # noqa: E402
+
+
+def scaled(text: str, scale: float) -> str:
+    """stages.toml with every ``timesteps = N`` multiplied by ``scale``."""
+
+    def one(m: re.Match[str]) -> str:
+        return f"{m[1]}{max(1000, round(int(m[2].replace('_', '')) * scale))}"
+
+    return re.sub(r"^(timesteps\s*=\s*)([\d_]+)", one, text, flags=re.MULTILINE)
+
+
+def decisions(ws: Path) -> list[tuple[str, str]]:
+    log = json.loads((ws / "curriculum_state.json").read_text())["log"]
+    return [(entry["experiment"], entry["decision"]) for entry in log]
+
+
+def arm(root: Path, name: str, scale: float, launcher: str, env: dict[str, str]) -> float:
+    ws = root / name
+    init = [sys.executable, "-m", "cosmic_curriculum", "init", str(ws), "--preset", "quick"]
+    subprocess.run(init, check=True, capture_output=True)
+    toml = ws / "stages.toml"
+    toml.write_text(scaled(toml.read_text(), scale) + launcher)
+    subprocess.run(["git", "-C", str(ws), "commit", "-qam", "bench settings"], check=True)
+    start = time.monotonic()
+    argv = [sys.executable, "-m", "cosmic_curriculum", "run", "--workspace", str(ws), "--no-push"]
+    result = subprocess.run(argv, env=env, capture_output=True, text=True)
+    took = time.monotonic() - start
+    if result.returncode not in (0, 1):  # 1: a stage blocked, which is a result too
+        raise SystemExit(f"{name} run failed: {result.stderr.strip()}")
+    print(f"{name:>5}: {took:7.1f} s  {decisions(ws)}", flush=True)
+    return took
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scale", type=float, default=0.05, help="of every stage's timesteps")
+    parser.add_argument("--keep", type=Path, help="leave the workspaces in this dir")
+    args = parser.parse_args()
+    problem = cluster_problem()
+    if problem:
+        raise SystemExit(f"bench_slurm: the test cluster cannot start: {problem}")
+    root = args.keep or Path(tempfile.mkdtemp(prefix="bench-slurm-"))
+    root.mkdir(parents=True, exist_ok=True)
+    with local_slurm_cluster() as cluster:
+        t_local = arm(root, "local", args.scale, "", dict(os.environ))
+        table = f'\n[launcher]\nkind = "slurm"\npartition = "{PARTITION}"\ngres = "gpu:1"\n'
+        t_slurm = arm(root, "slurm", args.scale, table, cluster.env())
+    same = decisions(root / "local") == decisions(root / "slurm")
+    attempts = len(decisions(root / "local"))
+    print(f"quick preset x {args.scale:g} timesteps, real PPO trainer, {attempts} attempts")
+    print(f"local launcher: {t_local:7.1f} s")
+    print(f"slurm launcher: {t_slurm:7.1f} s   (same decisions: {same})")
+    print(f"ratio slurm/local: {t_slurm / t_local:.3f}")
+    if args.keep is None:
+        shutil.rmtree(root, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
