@@ -2,14 +2,16 @@
 through Slurm batch jobs on a private one-node cluster of this machine, side by side in
 one run.
 
-Usage: python bench/bench_slurm.py [--scale 0.05] [--keep DIR]
+Usage: python bench/bench_slurm.py [--scale 0.05] [--repeats 1] [--keep DIR]
 
 Two fresh workspaces made by `cosmic-curriculum init --preset quick`, the real PPO
 trainer and evaluations, every stage's ``timesteps`` multiplied by ``--scale`` (1 is the
 preset itself, about 20 minutes an arm here; the default's tiny trainings make the fixed
 cost per job weigh far more than it would). The local run goes first, then the Slurm one
 (the cluster of tests/slurm_cluster.py: needs root and Debian's Slurm packages,
-scripts/install_slurm.sh). Prints both wall times, their decisions and the ratio
+scripts/install_slurm.sh); with ``--repeats N`` the pair runs N times, the order swapped
+every other time (a machine whose load drifts then favours neither), each in fresh
+workspaces. Prints every wall time, the decisions and the ratio of the medians
 (target <= 1.10).
 """
 
@@ -20,6 +22,7 @@ import json
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -48,6 +51,7 @@ def decisions(ws: Path) -> list[tuple[str, str]]:
 
 def arm(root: Path, name: str, scale: float, launcher: str, env: dict[str, str]) -> float:
     ws = root / name
+    root.mkdir(parents=True, exist_ok=True)
     init = [sys.executable, "-m", "cosmic_curriculum", "init", str(ws), "--preset", "quick"]
     subprocess.run(init, check=True, capture_output=True)
     toml = ws / "stages.toml"
@@ -66,6 +70,7 @@ def arm(root: Path, name: str, scale: float, launcher: str, env: dict[str, str])
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", type=float, default=0.05, help="of every stage's timesteps")
+    parser.add_argument("--repeats", type=int, default=1, help="pairs of runs")
     parser.add_argument("--keep", type=Path, help="leave the workspaces in this dir")
     args = parser.parse_args()
     problem = cluster_problem()
@@ -73,15 +78,24 @@ def main() -> int:
         raise SystemExit(f"bench_slurm: the test cluster cannot start: {problem}")
     root = args.keep or Path(tempfile.mkdtemp(prefix="bench-slurm-"))
     root.mkdir(parents=True, exist_ok=True)
+    times: dict[str, list[float]] = {"local": [], "slurm": []}
+    same = True
     with local_slurm_cluster() as cluster:
-        t_local = arm(root, "local", args.scale, "", dict(os.environ))
         table = f'\n[launcher]\nkind = "slurm"\npartition = "{PARTITION}"\ngres = "gpu:1"\n'
-        t_slurm = arm(root, "slurm", args.scale, table, cluster.env())
-    same = decisions(root / "local") == decisions(root / "slurm")
-    attempts = len(decisions(root / "local"))
+        arms = {"local": ("", dict(os.environ)), "slurm": (table, cluster.env())}
+        for n in range(args.repeats):
+            order = ["local", "slurm"] if n % 2 == 0 else ["slurm", "local"]
+            for name in order:
+                launcher, env = arms[name]
+                times[name].append(arm(root / str(n), name, args.scale, launcher, env))
+            same = same and decisions(root / str(n) / "local") == decisions(root / str(n) / "slurm")
+    attempts = len(decisions(root / "0" / "local"))
+    t_local, t_slurm = statistics.median(times["local"]), statistics.median(times["slurm"])
     print(f"quick preset x {args.scale:g} timesteps, real PPO trainer, {attempts} attempts")
-    print(f"local launcher: {t_local:7.1f} s")
-    print(f"slurm launcher: {t_slurm:7.1f} s   (same decisions: {same})")
+    for name, median in (("local", t_local), ("slurm", t_slurm)):
+        each = ", ".join(f"{t:.1f}" for t in times[name])
+        print(f"{name} launcher: {median:7.1f} s  (median of {each})")
+    print(f"same decisions: {same}")
     print(f"ratio slurm/local: {t_slurm / t_local:.3f}")
     if args.keep is None:
         shutil.rmtree(root, ignore_errors=True)

@@ -1,7 +1,9 @@
 """The Slurm launcher against a real one-node Slurm cluster the tests start
 (tests/slurm_cluster.py: munged, slurmctld and slurmd in a temp dir, 4 fake GPUs, a
-partition ``short`` with a one-minute limit); the fake trainer stands in for training.
-Marked slow: each job takes a second or two, each state is polled every two seconds.
+partition ``short`` with a one-minute limit, one ``broken`` whose node is down), one
+cluster for the session; the fake trainer stands in for training. Marked slow: each job
+takes a second or two, and the continuation test waits for Slurm's time-limit signal
+(about a minute); the whole file about 2.5 min on 2 busy cores.
 """
 
 from __future__ import annotations
