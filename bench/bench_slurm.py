@@ -3,6 +3,7 @@ through Slurm batch jobs on a private one-node cluster of this machine, side by 
 one run.
 
 Usage: python bench/bench_slurm.py [--scale 0.05] [--repeats 1] [--keep DIR]
+       python bench/bench_slurm.py --per-job 10   # each launcher's fixed cost of a job
 
 Two fresh workspaces made by `cosmic-curriculum init --preset quick`, the real PPO
 trainer and evaluations, every stage's ``timesteps`` multiplied by ``--scale`` (1 is the
@@ -13,6 +14,11 @@ scripts/install_slurm.sh); with ``--repeats N`` the pair runs N times, the order
 every other time (a machine whose load drifts then favours neither), each in fresh
 workspaces. Prints every wall time, the decisions and the ratio of the medians
 (target <= 1.10).
+
+``--per-job N`` measures instead what a job costs beyond its work, which a loaded
+machine's noise hides in whole curricula: N times, a job that sleeps 2 s is started and
+followed to its end (``watch``, as the curriculum does) by the local launcher and by the
+Slurm launcher, alternately; prints each one's median seconds beyond the 2 s.
 """
 
 from __future__ import annotations
@@ -67,10 +73,38 @@ def arm(root: Path, name: str, scale: float, launcher: str, env: dict[str, str])
     return took
 
 
+SLEEP = 2.0  # the work of each --per-job job
+
+
+def per_job(root: Path, repeats: int, cluster_env: dict[str, str]) -> None:
+    from cosmic_curriculum.launchers import LaunchSpec, watch
+    from cosmic_curriculum.launchers.local import LocalLauncher
+    from cosmic_curriculum.launchers.slurm import SlurmLauncher
+    from cosmic_curriculum.workspace.config import LauncherConfig
+
+    os.environ["SLURM_CONF"] = cluster_env["SLURM_CONF"]
+    slurm = SlurmLauncher(LauncherConfig.model_validate({"kind": "slurm", "partition": PARTITION}))
+    launchers = {"local": LocalLauncher(), "slurm": slurm}
+    extra: dict[str, list[float]] = {"local": [], "slurm": []}
+    argv = [sys.executable, "-c", f"import time; time.sleep({SLEEP})"]
+    for n in range(repeats):
+        for name, launcher in launchers.items():
+            spec = LaunchSpec(argv, root, root / f"{name}.log", launch_id=f"bench-{n}-{name}")
+            start = time.monotonic()
+            outcome = watch(launcher, launcher.start(spec))
+            if outcome.returncode != 0:
+                raise SystemExit(f"{name} job {n} ended {outcome.returncode}")
+            extra[name].append(time.monotonic() - start - SLEEP)
+    for name, seconds in extra.items():
+        each = ", ".join(f"{t:.2f}" for t in seconds)
+        print(f"{name}: {statistics.median(seconds):.2f} s beyond the {SLEEP:g} s job ({each})")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", type=float, default=0.05, help="of every stage's timesteps")
     parser.add_argument("--repeats", type=int, default=1, help="pairs of runs")
+    parser.add_argument("--per-job", type=int, metavar="N", help="each job's fixed cost, N times")
     parser.add_argument("--keep", type=Path, help="leave the workspaces in this dir")
     args = parser.parse_args()
     problem = cluster_problem()
@@ -78,6 +112,12 @@ def main() -> int:
         raise SystemExit(f"bench_slurm: the test cluster cannot start: {problem}")
     root = args.keep or Path(tempfile.mkdtemp(prefix="bench-slurm-"))
     root.mkdir(parents=True, exist_ok=True)
+    if args.per_job:
+        with local_slurm_cluster() as cluster:
+            per_job(root, args.per_job, cluster.env())
+        if args.keep is None:
+            shutil.rmtree(root, ignore_errors=True)
+        return 0
     times: dict[str, list[float]] = {"local": [], "slurm": []}
     same = True
     with local_slurm_cluster() as cluster:
