@@ -2,10 +2,10 @@
 
 It reads the tool's opening message and declares its spaces back (``mismatch``: a
 Discrete action space of 5 instead; ``arena``: the arena's handshake, without reading).
-Each game's answer is its first legal action (all actions of the space when the request
-has no ``legal``); ``illegal`` answers the first action that is not legal, ``garbage``
-answers ``{"moves": ...}``, ``fallback`` reports game 0 as a fallback every request and
-``bad_fallbacks`` reports row 99. Never imports numpy.
+Each game's answer (mode ``ok``) is its first legal action (all actions of the space
+when the request has no ``legal``); ``illegal`` answers the first action that is not
+legal, ``garbage`` answers ``{"moves": ...}``, ``fallback`` reports game 0 as a fallback
+every request and ``bad_fallbacks`` reports row 99. Never imports numpy.
 """
 
 from __future__ import annotations
