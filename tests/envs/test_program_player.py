@@ -123,3 +123,29 @@ def test_an_exec_reference_plays_an_env_stage(tmp_path: Path) -> None:
     with pytest.raises(BotError, match=r"action_space is .* but env 'FrozenLake-v1' has"):
         evaluate_env(bot, fake("mismatch"), history_path=hist, episodes=2, seed=3)
     assert len(json.loads(hist.read_text())) == 1  # no record for the fault
+
+
+@pytest.mark.parametrize("mode", ["ok", "mismatch"])
+def test_preflight_checks_a_program_references_spaces(tmp_path: Path, mode: str) -> None:
+    """What `run` does before any training: the program's handshake against the stage's
+    env (the workspace's Run carries just the config and its path here)."""
+    pytest.importorskip("gymnasium")
+    from types import SimpleNamespace
+
+    from cosmic_curriculum.curriculum.resume import check_exec_reference
+    from cosmic_curriculum.errors import ConfigError
+    from cosmic_curriculum.workspace.config_file import load_config
+
+    path = tmp_path / "stages.toml"
+    path.write_text(
+        '[env]\nkind = "gymnasium"\nid = "FrozenLake-v1"\n\n[[stages]]\nname = "lake"\n'
+    )
+    run: Any = SimpleNamespace(config=load_config(path), config_path=path)
+    if mode == "ok":
+        check_exec_reference(run, fake(mode), 0)
+        return
+    with pytest.raises(ConfigError) as caught:
+        check_exec_reference(run, fake(mode), 0)
+    line = str(caught.value)
+    assert "reference_bot of stage 1 failed its handshake: bot exec:" in line
+    assert "handshake action_space is" in line and "but env 'FrozenLake-v1' has" in line
