@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -35,16 +36,32 @@ def player(mode: str, masked: bool = True) -> ProgramPlayer:
     return ProgramPlayer(fake(mode), BOARD, MOVES, env="test-game", masked=masked)
 
 
+def running(token: str) -> list[int]:
+    """Live processes whose command line holds ``token`` (zombies are gone already)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            alive = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0] not in "ZX"
+            if alive and token in (proc / "cmdline").read_bytes().decode(errors="replace"):
+                found.append(int(proc.name))
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+
+
 MASK = np.array([[False, True, True, False], [True, False, False, True]])
 
 
 def test_a_program_plays_the_legal_actions_it_is_given() -> None:
-    with player("ok") as bot:
-        assert bot.name == "fake ok"
+    token = uuid.uuid4().hex
+    spec = ExecSpec((sys.executable, str(FAKE), "ok", token), 5.0)
+    with ProgramPlayer(spec, BOARD, MOVES, env="test-game", masked=True) as bot:
+        assert bot.name == "fake ok" and running(token)
         obs = np.array([[0.1234567, -1.0], [0.5, 0.25]], dtype=np.float32)
         assert bot.act(obs, mask=MASK).tolist() == [1, 0]
         assert bot.act(obs).tolist() == [0, 0]  # no mask: every action is legal
         assert bot.requests == 2 and bot.fallbacks == 0
+    assert running(token) == []  # closed: its whole tree is stopped
 
 
 def test_the_fallbacks_a_program_reports_are_counted() -> None:
@@ -71,13 +88,16 @@ FAULTS = {
 
 
 @pytest.mark.parametrize("mode", FAULTS)
-def test_each_fault_is_one_line_naming_the_bot(mode: str) -> None:
+def test_each_fault_is_one_line_naming_the_bot_and_stops_it(mode: str) -> None:
+    token = uuid.uuid4().hex  # this test's program alone, whatever else runs
+    spec = ExecSpec((sys.executable, str(FAKE), mode, token), 5.0)
     with pytest.raises(BotError) as caught:
-        bot = player(mode)
+        bot = ProgramPlayer(spec, BOARD, MOVES, env="test-game", masked=True)
         bot.act(np.zeros((2, 2)), mask=MASK)
     message = str(caught.value)
-    assert message.startswith(f"bot exec:{sys.executable} {FAKE} {mode}: ")
+    assert message.startswith(f"bot exec:{sys.executable} {FAKE} {mode} {token}: ")
     assert FAULTS[mode] in message and "\n" not in message
+    assert running(token) == []
 
 
 def test_observation_rows_are_the_policys_view_as_json() -> None:
