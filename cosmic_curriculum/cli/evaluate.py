@@ -121,6 +121,12 @@ def evaluate_command(
                 bot_timeout,
             )
             return
+        if is_env_bot_file(Path(reference)) or _is_env_twin(Path(reference)):
+            raise ConfigError(
+                f"evaluate {candidate} {reference}: an env bot plays as the candidate (it "
+                f"names the env), anything else as its reference: evaluate {reference} "
+                f"{candidate}"
+            )
         rule = gate_rule_option(gate)
         settings = None
         if rule is not None:

@@ -169,3 +169,17 @@ def test_preflight_checks_a_program_references_spaces(tmp_path: Path, mode: str)
     line = str(caught.value)
     assert "reference_bot of stage 1 failed its handshake: bot exec:" in line
     assert "handshake action_space is" in line and "but env 'FrozenLake-v1' has" in line
+
+
+def test_evaluate_names_the_order_when_a_program_comes_first(tmp_path: Path) -> None:
+    pytest.importorskip("gymnasium")
+    from env_helpers import cli
+    from test_env_evaluate import LAKE, ROUTE, table_bot
+
+    from cosmic_curriculum.envs.policy import save_env_bot
+
+    save_env_bot(table_bot(LAKE, ROUTE), tmp_path / "lake.json")
+    program = f"exec:{sys.executable} {FAKE} ok"
+    done = cli(tmp_path, "evaluate", program, "lake.json", timeout=120)
+    assert done.returncode == 2 and not (tmp_path / "eval_history.json").exists()
+    assert f"evaluate lake.json {program}" in done.stderr.strip().splitlines()[-1]
