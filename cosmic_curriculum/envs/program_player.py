@@ -263,6 +263,11 @@ def check_program(spec: Command, env_spec: EnvSpec) -> None:
     curriculum's preflight, before any training)."""
     from cosmic_curriculum.envs.gymnasium import make_env
 
+    if env_spec.kind != "gymnasium":  # a game kind: its policy's spaces and mask go here
+        raise BotError(
+            f"bot {command_label(spec)}: a program plays arena and gymnasium stages, not "
+            f"env.kind {env_spec.kind!r} yet"
+        )
     env = make_env(env_spec)
     try:
         program_player(
