@@ -95,6 +95,9 @@ SPRT_GAP: Final = 0.25
 SPRT_ALPHA: Final = 0.05
 # SPRT: rate of failing an equal candidate.
 SPRT_BETA: Final = 0.05
+# What a stage's candidate plays head to head: its reference only ("previous"), or also
+# every earlier stage's passing bot ("all": the gate against forgetting, docs/GATES.md).
+GATE_AGAINST: Final = "previous"
 # SPRT: episodes played at most before it decides on the sign of the LLR.
 SPRT_MAX_EPISODES: Final = 400
 # Seat-swapped pairs the evaluator plays per vectorised batch.

@@ -32,7 +32,7 @@ from cosmic_curriculum.core.candidate_rules import (
     candidate_trained,
     require_candidates_in,
 )
-from cosmic_curriculum.core.decisions import judge
+from cosmic_curriculum.core.decisions import judge, judge_comparisons
 from cosmic_curriculum.core.events import (
     BeginAttempt,
     CandidateChosen,
@@ -201,7 +201,14 @@ def _evaluated(state: CurriculumState, config: CurriculumConfig, e: Evaluated) -
 def _decide(state: CurriculumState, config: CurriculumConfig, e: Decide) -> None:
     flight = flight_of(state)
     i = flight.stage_index
-    judged = judge(config.stage_gate(i), e.record)
+    settings = config.stage_gate(i)
+    judged = judge(settings, e.record)
+    verdict, summary = judged.verdict, judged.summary
+    comparisons = judge_comparisons(settings, e.comparisons) if e.comparisons else None
+    if comparisons:
+        from cosmic_curriculum.evaluation.forgetting import combined
+
+        verdict, summary = combined(verdict, summary, comparisons)
     entry = LogEntry(
         stage_index=i,
         experiment=flight.experiment,
@@ -209,10 +216,11 @@ def _decide(state: CurriculumState, config: CurriculumConfig, e: Decide) -> None
         # the counts the record has (a threshold record may lack the head-to-head ones)
         # and the threshold rule's figures, for status, REPORT.md and the history
         eval={k: e.record[k] for k in COUNT_KEYS if k in e.record} | judged.figures,
-        decision="pass" if judged.verdict == "pass" else "fail",
+        decision="pass" if verdict == "pass" else "fail",
         eval_id=flight.eval_id,
-        summary=judged.summary,
+        summary=summary,
         decided_at=e.now,
+        comparisons=comparisons,
     )
     if flight.candidates:
         entry.candidates = [
@@ -230,7 +238,7 @@ def _decide(state: CurriculumState, config: CurriculumConfig, e: Decide) -> None
     state.log.append(entry)
     state.last_error = None
     flight.decision = entry.decision
-    flight.summary = judged.summary
+    flight.summary = summary
     if entry.decision == "pass":
         _advance_stage(state, config)
         return
@@ -240,7 +248,7 @@ def _decide(state: CurriculumState, config: CurriculumConfig, e: Decide) -> None
         state.status = "blocked"
         state.blocked_reason = (
             f"stage {i + 1} {config.stages[i].name} failed {failures} attempts in "
-            f"a row (last: {flight.experiment}: {judged.summary})"
+            f"a row (last: {flight.experiment}: {summary})"
         )
 
 

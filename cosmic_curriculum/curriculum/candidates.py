@@ -149,6 +149,7 @@ def evaluate_candidates(run: Run) -> None:
     """``trained`` → ``evaluated``: every candidate evaluated, the best chosen, and its
     fresh re-evaluation saved as the attempt's record."""
     from cosmic_curriculum.curriculum.evaluation import evaluate_bot
+    from cosmic_curriculum.curriculum.forgetting import comparison_records
 
     for c in list(run.flight.candidates or []):
         if c.phase != "trained":
@@ -187,4 +188,5 @@ def evaluate_candidates(run: Run) -> None:
         k=None,
         history_before=flight.history_before,
     )
+    comparison_records(run, record)  # against = "all": the chosen one plays earlier bots
     run.record(t.Evaluated(str(record["id"])), pause="evaluated")

@@ -21,6 +21,7 @@ from cosmic_curriculum.core.rules import (
 )
 from cosmic_curriculum.curriculum.context import Run
 from cosmic_curriculum.curriculum.eval_stream import EpisodeStream
+from cosmic_curriculum.curriculum.forgetting import comparison_records
 from cosmic_curriculum.curriculum.launch import indent, logged_spec
 from cosmic_curriculum.curriculum.resume import (
     BuiltinBot,
@@ -55,6 +56,7 @@ def evaluate(run: Run) -> None:
         record = _run_evaluation(run, flight)
     else:  # written before a crash: perhaps before its decision was added
         record = _with_gate(run, record, run.config.stage_gate(flight.stage_index))
+    comparison_records(run, record)  # against = "all": the earlier stages' bots too
     run.record(t.Evaluated(str(record["id"])), pause="evaluated")
 
 
@@ -155,14 +157,18 @@ def _run_evaluation(
     seed: int | None = None,
     tags: dict[str, Any] | None = None,
     k: int | None = None,
+    against: tuple[Reference, GateSettings] | None = None,
 ) -> dict[str, Any]:
     """Evaluate ``flight``'s bot, or with candidates ``experiment``'s with ``seed`` (also
     given to an evaluation command) and ``tags`` on its record; a fault that leaves no
-    record is the attempt's error (:class:`EvaluationFailedError`)."""
+    record is the attempt's error (:class:`EvaluationFailedError`). ``against``: another
+    bot than the attempt's reference and the gate to play it under (a forgetting
+    comparison, curriculum/forgetting.py): the one call repeated per earlier bot."""
     name = experiment or flight.experiment
+    settings = run.config.stage_gate(flight.stage_index) if against is None else against[1]
     try:
-        record = _play(run, flight, experiment, seed, tags, k)
-        return _with_gate(run, record, run.config.stage_gate(flight.stage_index))
+        record = _play(run, flight, experiment, seed, tags, k, against)
+        return _with_gate(run, record, settings)
     except BotError as exc:  # e.g. an exec: reference that stopped answering
         run.record(t.EvaluationFailed(str(exc), k))
         fault = f"evaluation failed, no record was written: {exc}"
@@ -200,13 +206,15 @@ def _play(
     seed: int | None,
     tags: dict[str, Any] | None,
     k: int | None,
+    against: tuple[Reference, GateSettings] | None = None,
 ) -> dict[str, Any]:
-    settings = run.config.stage_gate(flight.stage_index)
+    settings = run.config.stage_gate(flight.stage_index) if against is None else against[1]
     name = experiment or flight.experiment
     candidate = run.paths.bot(name)
-    reference = recorded_reference(run, flight)
+    reference = recorded_reference(run, flight) if against is None else against[0]
     shown = flight if experiment is None else flight.model_copy(update={"experiment": name})
-    run.reporter.evaluation_started(shown, flight.reference or "")
+    shown_reference = flight.reference or "" if against is None else reference_label(run, reference)
+    run.reporter.evaluation_started(shown, shown_reference)
     if run.config.evaluation_command:
         seed_args = [] if seed is None else ["--seed", str(seed)]
         return _external_evaluation(

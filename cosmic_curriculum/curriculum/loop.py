@@ -159,7 +159,10 @@ def _loop(run: Run) -> CurriculumState:
                     f"{run.paths.history}: evaluation {eval_id} of {run.flight.experiment} "
                     f"is missing; {hint}"
                 )
-            run.record(t.Decide(record, utc_now()), pause="decided")
+            from cosmic_curriculum.curriculum.forgetting import comparison_records
+
+            comparisons = tuple(comparison_records(run, record))  # recorded: adopted
+            run.record(t.Decide(record, utc_now(), comparisons), pause="decided")
             run.reporter.attempt_decided(run.state.log[-1])
         elif step == "commit":
             persist(run)
