@@ -72,6 +72,8 @@ def attempt_row(entry: LogEntry, margin: float | None) -> dict[str, Any]:
         row["threshold"] = dict(counts["threshold"])
     if isinstance(counts.get("rules"), list):
         row["rules"] = [dict(r) for r in counts["rules"] if isinstance(r, dict)]
+    if entry.comparisons:  # against = "all": each earlier stage's bot it played
+        row["comparisons"] = [dict(c) for c in entry.comparisons]
     if "wins_a" in counts:
         row.update(
             wins_a=wa,
