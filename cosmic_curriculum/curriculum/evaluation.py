@@ -21,7 +21,6 @@ from cosmic_curriculum.core.rules import (
 )
 from cosmic_curriculum.curriculum.context import Run
 from cosmic_curriculum.curriculum.eval_stream import EpisodeStream
-from cosmic_curriculum.curriculum.forgetting import comparison_records
 from cosmic_curriculum.curriculum.launch import indent, logged_spec
 from cosmic_curriculum.curriculum.resume import (
     BuiltinBot,
@@ -56,8 +55,16 @@ def evaluate(run: Run) -> None:
         record = _run_evaluation(run, flight)
     else:  # written before a crash: perhaps before its decision was added
         record = _with_gate(run, record, run.config.stage_gate(flight.stage_index))
-    comparison_records(run, record)  # against = "all": the earlier stages' bots too
+    compare_with_earlier(run, record)
     run.record(t.Evaluated(str(record["id"])), pause="evaluated")
+
+
+def compare_with_earlier(run: Run, record: dict[str, Any]) -> list[dict[str, Any]]:
+    """``against = "all"``: the forgetting comparisons of the bot ``record`` evaluated
+    (curriculum/forgetting.py), each played by :func:`_run_evaluation`."""
+    from cosmic_curriculum.curriculum.forgetting import comparison_records
+
+    return comparison_records(run, record, _run_evaluation)
 
 
 def _own_record(

@@ -2,7 +2,7 @@
 
 After the attempt's evaluation against its reference has passed, its bot plays every
 earlier stage's passing bot that is not that reference, oldest stage first, through the
-same call as the evaluation itself (``evaluation._run_evaluation`` with another
+same call as the evaluation itself (``evaluation.compare_with_earlier`` passes it: another
 reference and the corrected gate), one record each, tagged ``comparison = "forgetting"``
 and ``against_stage``. A record already written (before a crash) is adopted by its tags,
 so a kill between two comparisons plays only the missing ones on the next run. The
@@ -12,6 +12,7 @@ comparisons stop at the first clear regression: the gate has failed. The decisio
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from cosmic_curriculum.core.decisions import judge
@@ -55,12 +56,16 @@ def _since(run: Run, main: dict[str, Any]) -> str:
     return run.flight.started_at
 
 
-def comparison_records(run: Run, main: dict[str, Any]) -> list[dict[str, Any]]:
+# How one comparison is played: evaluation._run_evaluation(run, flight, experiment, seed,
+# tags, k, (reference, gate)), passed in (that module calls this one).
+Play = Callable[..., dict[str, Any]]
+
+
+def comparison_records(run: Run, main: dict[str, Any], play: Play) -> list[dict[str, Any]]:
     """The forgetting comparisons of the attempt whose evaluation against its reference
-    is ``main``, in order: adopted where recorded, played where missing; none when the
-    stage's gate is ``against = "previous"``, there is no earlier bot besides the
-    reference, or ``main`` itself failed (nothing could undo that)."""
-    from cosmic_curriculum.curriculum.evaluation import _run_evaluation
+    is ``main``, in order: adopted where recorded, played (``play``) where missing; none
+    when the stage's gate is ``against = "previous"``, there is no earlier bot besides
+    the reference, or ``main`` itself failed (nothing could undo that)."""
     from cosmic_curriculum.evaluation.forgetting import comparison_settings, judge_comparison
 
     flight = run.flight
@@ -102,7 +107,7 @@ def comparison_records(run: Run, main: dict[str, Any]) -> list[dict[str, Any]]:
                 FAMILY_KEY: m,
             }
             seed = evaluation_seed(f"{name}:against:{j}")
-            record = _run_evaluation(run, flight, name, seed, tags, None, (bot, played))
+            record = play(run, flight, name, seed, tags, None, (bot, played))
         decision = judge_comparison(settings, m, record)
         record = _store_gate(run, record, decision.to_dict())
         fsio.fault_point(f"forgetting:compared:{name}")  # tests: a kill between two of them

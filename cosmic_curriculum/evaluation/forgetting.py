@@ -29,9 +29,6 @@ from typing import Any
 from cosmic_curriculum.evaluation.verdicts import GateDecision, Verdict
 from cosmic_curriculum.workspace.gate_settings import GateSettings, RuleName
 
-# Above this many decisive games the sign test uses the normal approximation.
-EXACT_SIGN_TEST_MAX = 10_000
-
 
 def comparison_rule(settings: GateSettings) -> RuleName:
     """The head-to-head rule that judges a forgetting comparison (sprt before margin)."""
@@ -62,16 +59,21 @@ def comparison_settings(settings: GateSettings, m: int) -> GateSettings:
 def sign_test_p(wins: int, losses: int) -> float:
     """One-sided p-value of H0 "the candidate scores at least 0.5": the chance of at most
     ``wins`` wins among ``wins + losses`` decisive games when each is a fair coin (draws
-    say nothing of the sign; exact up to ``EXACT_SIGN_TEST_MAX`` decisive games)."""
+    say nothing of the sign). Exact up to float rounding: the binomial tail summed down
+    from its largest term by the ratio of neighbours, any ``n``."""
     if wins < 0 or losses < 0:
         raise ValueError(f"counts must be >= 0, got wins {wins}, losses {losses}")
     n = wins + losses
     if n == 0 or wins >= n:
         return 1.0
-    if n <= EXACT_SIGN_TEST_MAX:
-        return sum(math.comb(n, k) for k in range(wins + 1)) / 2**n
-    z = (wins + 0.5 - n / 2) / math.sqrt(n / 4)  # continuity-corrected normal
-    return 0.5 * math.erfc(-z / math.sqrt(2))
+    log_top = math.lgamma(n + 1) - math.lgamma(wins + 1) - math.lgamma(losses + 1) - n * math.log(2)
+    total, term = 1.0, 1.0
+    for k in range(wins, 0, -1):  # P(k-1) / P(k) = k / (n - k + 1): terms only shrink
+        term *= k / (n - k + 1)
+        total += term
+        if term < 1e-17 * total:
+            break
+    return min(1.0, math.exp(log_top) * total)
 
 
 def sign_test_critical(n_max: int, level: float) -> list[int]:
@@ -79,12 +81,9 @@ def sign_test_critical(n_max: int, level: float) -> list[int]:
     fail the sign test at ``level`` (-1: none does). The simulator's lookup table."""
     out = []
     for n in range(n_max + 1):
-        total, cutoff, cum = 2**n, -1, 0
-        for k in range(n + 1):
-            cum += math.comb(n, k)
-            if cum / total > level:
-                break
-            cutoff = k
+        cutoff = -1
+        while cutoff + 1 <= n and sign_test_p(cutoff + 1, n - cutoff - 1) <= level:
+            cutoff += 1
         out.append(cutoff)
     return out
 

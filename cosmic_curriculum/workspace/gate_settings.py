@@ -239,9 +239,10 @@ class GateSettings(BaseModel):
         exclude = set() if "threshold" in self.rules else set(THRESHOLD_FIELDS)
         if self.success_return is None:  # unset: the hashes of gates before the key stay
             exclude.add("success_return")
-        for written_only in ("deterministic", "against"):  # likewise: only when written
-            if written_only not in self.model_fields_set:
-                exclude.add(written_only)
+        if "deterministic" not in self.model_fields_set:  # likewise: only when written
+            exclude.add("deterministic")
+        if self.against == "previous":  # today's gate, written or not: its hashes stay
+            exclude.add("against")
         return self.model_dump(exclude=exclude)
 
 
