@@ -119,9 +119,11 @@ def comparison_records(run: Run, main: dict[str, Any], play: Play) -> list[dict[
 
 def _store_gate(run: Run, record: dict[str, Any], gate: dict[str, Any]) -> dict[str, Any]:
     """The record with the comparison's decision as its ``gate`` (a margin stage's sign
-    test replaces the margin verdict the evaluator wrote); written once."""
+    test replaces the margin verdict the evaluator wrote, an SPRT undecided at the cap
+    its fail); written once."""
     own = record.get("gate")
-    if isinstance(own, dict) and own.get("rule") == gate["rule"] and own.get("verdict"):
+    same = isinstance(own, dict) and all(own.get(k) == gate[k] for k in ("rule", "verdict"))
+    if same:
         return record
     records = history.load(run.paths.history)
     for stored in reversed(records):

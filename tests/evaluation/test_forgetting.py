@@ -178,3 +178,17 @@ def test_bad_against_is_one_line(tmp_path: Any, gate: dict[str, Any], wanted: st
     with pytest.raises(ConfigError) as caught:
         load_config(path)
     assert wanted in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_an_sprt_comparison_undecided_at_the_cap_passes() -> None:
+    # 7-13 over a cap of 20: the stage's own SPRT fails it there (LLR -0.89 < 0) ...
+    settings = GateSettings(rule="sprt", max_episodes=20)
+    own = judge_comparison(settings, 2, _counts(7, 13, 0))
+    assert own.verdict == "pass" and own.stats["undecided_at_cap"] is True
+    assert own.summary.endswith("→ pass (undecided at the cap)")
+    # ... and a record whose evaluator wrote that fail is read the same way
+    stored = _counts(7, 13, 0, gate={"verdict": "fail", "rule": "sprt", "summary": "x → fail",
+                                     "stats": {"decided_at_cap": True}})  # fmt: skip
+    assert judge_comparison(settings, 2, stored).verdict == "pass"
+    # a clear regression (the lower bound reached) still fails
+    assert judge_comparison(settings, 2, _counts(0, 20, 0)).verdict == "fail"
