@@ -187,6 +187,8 @@ SIMULATE_BETTER_GAP: Final = 0.10
 SIMULATE_WEAK_SUCCESS: Final = 0.05
 # Threshold rule on return: the per-episode standard deviation of the simulated returns.
 SIMULATE_RETURN_SD: Final = 1.0
+# --against N: at most this many earlier bots (each one more comparison per trial).
+SIMULATE_MAX_AGAINST: Final = 100
 
 # --- waits and timeouts -----------------------------------------------------------------
 
