@@ -111,9 +111,22 @@ def evaluate_command(
 
         if is_env_bot_file(Path(candidate)) or _is_env_twin(Path(candidate)):
             _evaluate_env_bots(
-                candidate, reference, episodes, seed, history_path, lock_wait, deterministic
+                candidate,
+                reference,
+                episodes,
+                seed,
+                history_path,
+                lock_wait,
+                deterministic,
+                bot_timeout,
             )
             return
+        if is_env_bot_file(Path(reference)) or _is_env_twin(Path(reference)):
+            raise ConfigError(
+                f"evaluate {candidate} {reference}: an env bot plays as the candidate (it "
+                f"names the env), anything else as its reference: evaluate {reference} "
+                f"{candidate}"
+            )
         rule = gate_rule_option(gate)
         settings = None
         if rule is not None:
@@ -155,14 +168,23 @@ def _evaluate_env_bots(
     history_path: Path,
     lock_wait: float,
     deterministic: bool,
+    bot_timeout: float,
 ) -> None:
-    """An env bot (a Gymnasium stage's) against another or `random`, by episode returns."""
-    from cosmic_curriculum.envs.evaluate import RANDOM, evaluate_env
+    """An env bot (a Gymnasium stage's) against another, `random` or an `exec:` program
+    (it plays the candidate's env), by episode returns."""
+    from cosmic_curriculum.bots.external import EXEC_PREFIX, parse_exec
+    from cosmic_curriculum.envs.evaluate import RANDOM, Reference, evaluate_env
     from cosmic_curriculum.system.terminal import printable
     from cosmic_curriculum.workspace.outputs import history_target
 
     history_file = history_target(history_path)
-    played: Path | str = RANDOM if reference in (RANDOM, f"builtin:{RANDOM}") else Path(reference)
+    played: Reference
+    if reference in (RANDOM, f"builtin:{RANDOM}"):
+        played = RANDOM
+    elif reference.startswith(EXEC_PREFIX):
+        played = parse_exec(reference, bot_timeout)
+    else:
+        played = Path(reference)
     with workspace_lock(history_file.parent, lock_wait):
         record = evaluate_env(
             Path(candidate),
@@ -175,10 +197,16 @@ def _evaluate_env_bots(
     print(
         printable(
             f"{candidate} vs {reference}: {record['wins_a']}-{record['wins_b']}, "
-            f"{record['draws']} draws, {record['successes']}/{record['episodes']} successes; "
-            f"record {record['id']} appended to {history_path}"
+            f"{record['draws']} draws, {record['successes']}/{record['episodes']} successes"
+            f"{_fallbacks(record)}; record {record['id']} appended to {history_path}"
         )
     )
+
+
+def _fallbacks(record: dict[str, Any]) -> str:
+    """How often a program reference did not choose its action itself (its fallbacks)."""
+    count = record.get("reference_fallbacks")
+    return "" if count is None else f"; the reference fell back on {count} decisions"
 
 
 @app.command("replay", cls=OneLineUsageCommand)

@@ -4,7 +4,7 @@ figures a log entry keeps of it, and its score. Pure: records in, verdicts out."
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from cosmic_curriculum import scoring
@@ -126,6 +126,25 @@ def judge_comparisons(
         decision = judge_comparison(settings, m, record)
         out.append(comparison_figures(record, decision, m, settings, against))
     return out
+
+
+def judge_gate(
+    settings: GateSettings,
+    record: dict[str, Any],
+    comparison_records: Sequence[dict[str, Any]] | None,
+) -> tuple[Judgement, list[dict[str, Any]] | None]:
+    """The whole gate on an attempt: :func:`judge` of its evaluation against the
+    reference, its verdict and summary combined with the forgetting comparisons'
+    (``against = "all"``, each :func:`judge_comparisons`' figures, returned beside it);
+    the judgement's ``figures`` and ``gate`` stay the reference's."""
+    judged = judge(settings, record)
+    if not comparison_records:
+        return judged, None
+    from cosmic_curriculum.evaluation.forgetting import combined
+
+    comparisons = judge_comparisons(settings, comparison_records)
+    verdict, summary = combined(judged.verdict, judged.summary, comparisons)
+    return replace(judged, verdict=verdict, summary=summary), comparisons
 
 
 def _missing_inputs(settings: GateSettings, record: dict[str, Any]) -> str | None:

@@ -32,10 +32,17 @@ from cosmic_curriculum.core.candidate_rules import (
     candidate_trained,
     require_candidates_in,
 )
-from cosmic_curriculum.core.decisions import judge, judge_comparisons
+from cosmic_curriculum.core.continuation_rules import (
+    candidate_continued,
+    candidates_json,
+    continuations_json,
+    training_continued,
+)
+from cosmic_curriculum.core.decisions import judge_gate
 from cosmic_curriculum.core.events import (
     BeginAttempt,
     CandidateChosen,
+    CandidateContinued,
     CandidateEvaluated,
     CandidateFailed,
     CandidateLaunched,
@@ -59,6 +66,7 @@ from cosmic_curriculum.core.events import (
     SkipStage,
     Trained,
     TrainerStarted,
+    TrainingContinued,
     TrainingFailed,
     TrainingLaunched,
 )
@@ -136,12 +144,14 @@ def _interrupted(state: CurriculumState, config: CurriculumConfig, e: Interrupte
     _clear_group(state, config, e)
     if state.in_flight is not None:
         state.in_flight.interrupted = True
+        state.in_flight.interrupted_by = e.signal
 
 
 def _launched(state: CurriculumState, config: CurriculumConfig, e: TrainingLaunched) -> None:
     flight = flight_of(state)
     flight.error = None
     flight.interrupted = False
+    flight.interrupted_by = None
     flight.started_at = e.now
     flight.launched = True
     flight.last_resume = e.resume
@@ -201,14 +211,8 @@ def _evaluated(state: CurriculumState, config: CurriculumConfig, e: Evaluated) -
 def _decide(state: CurriculumState, config: CurriculumConfig, e: Decide) -> None:
     flight = flight_of(state)
     i = flight.stage_index
-    settings = config.stage_gate(i)
-    judged = judge(settings, e.record)
+    judged, comparisons = judge_gate(config.stage_gate(i), e.record, e.comparisons)
     verdict, summary = judged.verdict, judged.summary
-    comparisons = judge_comparisons(settings, e.comparisons) if e.comparisons else None
-    if comparisons:
-        from cosmic_curriculum.evaluation.forgetting import combined
-
-        verdict, summary = combined(verdict, summary, comparisons)
     entry = LogEntry(
         stage_index=i,
         experiment=flight.experiment,
@@ -222,12 +226,9 @@ def _decide(state: CurriculumState, config: CurriculumConfig, e: Decide) -> None
         decided_at=e.now,
         comparisons=comparisons,
     )
-    if flight.candidates:
-        entry.candidates = [
-            {"k": c.k, "experiment": c.experiment, "eval_id": c.eval_id, "score": c.score}
-            | ({"chosen": True} if c.k == flight.chosen else {})
-            for c in flight.candidates
-        ]
+    entry.candidates = candidates_json(flight)
+    if flight.continuations:
+        entry.continuations = continuations_json(flight.continuations)
     forced = state.forced_retry
     if forced is not None and forced.get("attempt") == flight.attempt:
         entry.forced_retry = True
@@ -371,6 +372,8 @@ _RULES: dict[type[Any], Callable[[CurriculumState, CurriculumConfig, Any], None]
     TrainerStarted: _started,
     Trained: _trained,
     TrainingFailed: _training_failed,
+    TrainingContinued: training_continued,
+    CandidateContinued: candidate_continued,
     CandidateLaunched: candidate_launched,
     CandidateStarted: candidate_started,
     CandidateTrained: candidate_trained,

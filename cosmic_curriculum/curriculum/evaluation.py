@@ -270,15 +270,12 @@ def _env_evaluation(
     (margin alone plays its episodes; sprt, threshold and several rules stop once the
     gate has decided: any rule failed, or all passed)."""
     from cosmic_curriculum.envs.evaluate import RANDOM, evaluate_env
+    from cosmic_curriculum.envs.evaluate import Reference as EnvReference
     from cosmic_curriculum.errors import EvaluationError
     from cosmic_curriculum.evaluation.gate import decide
 
-    if isinstance(reference, BuiltinBot):
-        played: Path | str = RANDOM
-    elif isinstance(reference, Path):
-        played = reference
-    else:
-        raise BotError(f"reference {reference}: a program cannot play a Gymnasium stage")
+    # a program plays with the env's spaces (envs/program_player.py)
+    played: EnvReference = RANDOM if isinstance(reference, BuiltinBot) else reference
     episodes = settings.planned_episodes
 
     def decided(counts: dict[str, Any]) -> bool:

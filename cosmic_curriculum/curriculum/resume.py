@@ -159,11 +159,18 @@ def follow_reference_change(run: Run) -> None:
 
 
 def check_exec_reference(run: Run, spec: ExecSpec, stage_index: int) -> None:
-    """Start a program reference once and check its handshake (before any training)."""
+    """Start a program reference once and check its handshake (before any training):
+    the arena's, or one declaring the spaces of the stage's env."""
     from cosmic_curriculum.bots.external import ExternalBot
 
+    env = run.config.stage_env(stage_index)
     try:
-        ExternalBot(spec).close()
+        if env.kind == "arena":
+            ExternalBot(spec).close()
+        else:
+            from cosmic_curriculum.envs.program_player import check_program
+
+            check_program(spec, env)
     except BotError as exc:
         raise ConfigError(
             f"{run.config_path}: reference_bot of stage {stage_index + 1} failed its "
