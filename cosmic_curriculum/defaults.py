@@ -113,6 +113,9 @@ SPRT_GAP: Final = 0.25
 SPRT_ALPHA: Final = 0.05
 # SPRT: rate of failing an equal candidate.
 SPRT_BETA: Final = 0.05
+# What a stage's candidate plays head to head: its reference only ("previous"), or also
+# every earlier stage's passing bot ("all": the gate against forgetting, docs/GATES.md).
+GATE_AGAINST: Final = "previous"
 # SPRT: episodes played at most before it decides on the sign of the LLR.
 SPRT_MAX_EPISODES: Final = 400
 # Seat-swapped pairs the evaluator plays per vectorised batch.
@@ -202,6 +205,8 @@ SIMULATE_BETTER_GAP: Final = 0.10
 SIMULATE_WEAK_SUCCESS: Final = 0.05
 # Threshold rule on return: the per-episode standard deviation of the simulated returns.
 SIMULATE_RETURN_SD: Final = 1.0
+# --against N: at most this many earlier bots (each one more comparison per trial).
+SIMULATE_MAX_AGAINST: Final = 100
 
 # --- waits and timeouts -----------------------------------------------------------------
 

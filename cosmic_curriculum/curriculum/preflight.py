@@ -18,6 +18,7 @@ from cosmic_curriculum.core import transitions as t
 from cosmic_curriculum.core.phases import next_step
 from cosmic_curriculum.core.rules import override_ruling, skipped_experiment
 from cosmic_curriculum.curriculum.context import Run
+from cosmic_curriculum.curriculum.forgetting import refuse_with_evaluation_command
 from cosmic_curriculum.curriculum.persist import blocked_message, commit, persist
 from cosmic_curriculum.curriculum.resume import (
     BuiltinBot,
@@ -310,6 +311,7 @@ def _preflight_commands(run: Run) -> None:
         run.reporter.info(note)
     if config.evaluation_command:
         _check_executable(run, config.evaluation_command[0], "evaluation_command")
+        refuse_with_evaluation_command(run, remaining)
     i = run.state.stage_index
     reference = reference_for(run, i)
     if isinstance(reference, BuiltinBot):
