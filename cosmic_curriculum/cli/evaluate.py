@@ -124,7 +124,15 @@ def evaluate_command(
         rule = gate_rule_option(gate)
         if is_game_bot(Path(candidate)):
             evaluate_game_bots(
-                candidate, reference, episodes, seed, history_path, lock_wait, deterministic, rule
+                candidate,
+                reference,
+                episodes,
+                seed,
+                history_path,
+                lock_wait,
+                deterministic,
+                rule,
+                bot_timeout,
             )
             return
         if is_env_bot_file(Path(candidate)) or _is_env_twin(Path(candidate)):

@@ -30,8 +30,11 @@ def evaluate_game_bots(
     lock_wait: float,
     deterministic: bool | None,
     rule: str | None,
+    bot_timeout: float,
 ) -> None:
-    """Play and record the pairs; print the result in one line."""
+    """Play and record the pairs; print the result in one line (with how often a
+    program reference fell back)."""
+    from cosmic_curriculum.bots.external import EXEC_PREFIX, parse_exec
     from cosmic_curriculum.curriculum.game_evaluation import gate_calls
     from cosmic_curriculum.defaults import EVAL_EPISODES, GAME_EVAL_DETERMINISTIC
     from cosmic_curriculum.envs.game_evaluate import evaluate_game
@@ -54,7 +57,7 @@ def evaluate_game_bots(
     with workspace_lock(history_file.parent, lock_wait):
         record = evaluate_game(
             Path(candidate),
-            reference,
+            parse_exec(reference, bot_timeout) if reference.startswith(EXEC_PREFIX) else reference,
             history_path=history_file,
             episodes=planned,
             seed=seed,
@@ -67,7 +70,14 @@ def evaluate_game_bots(
         printable(
             f"{candidate} vs {record['reference']}: {record['wins_a']}-{record['wins_b']}, "
             f"{record['draws']} draws in {record['episodes']} games ({len(record['pairs'])} "
-            f"seat-swapped pairs{cut}){verdict}; record {record['id']} appended to "
+            f"seat-swapped pairs{cut}){verdict}{_fallbacks(record)}; record {record['id']} "
+            "appended to "
             f"{history_path}"
         )
     )
+
+
+def _fallbacks(record: dict[str, Any]) -> str:
+    """How often a program reference did not choose its move itself (its fallbacks)."""
+    count = record.get("reference_fallbacks")
+    return "" if count is None else f"; the reference fell back on {count} moves"

@@ -16,7 +16,7 @@ from cosmic_curriculum.core import transitions as t
 from cosmic_curriculum.curriculum.context import Run
 from cosmic_curriculum.curriculum.resume import BuiltinBot, Reference, reference_label
 from cosmic_curriculum.defaults import GAME_EVAL_DETERMINISTIC
-from cosmic_curriculum.errors import BotError, EvaluationError, EvaluationFailedError
+from cosmic_curriculum.errors import EvaluationError, EvaluationFailedError
 from cosmic_curriculum.evaluation.gate import GateSettings
 
 
@@ -72,12 +72,8 @@ def game_evaluation(
     decision (margin on every game; sprt and threshold stop once the gate has decided)."""
     from cosmic_curriculum.envs.game_evaluate import evaluate_game
 
-    if isinstance(reference, BuiltinBot):
-        played: Path | str = reference.name
-    elif isinstance(reference, Path):
-        played = reference
-    else:
-        raise BotError(f"reference {reference}: a program cannot play a pettingzoo stage yet")
+    # a program plays with the game's spaces, one seat's view (envs/program_player.py)
+    played = reference.name if isinstance(reference, BuiltinBot) else reference
     episodes, decided, gate_of = gate_calls(settings)
     labels = {"candidate": run.rel(candidate), "reference": reference_label(run, reference)}
     try:

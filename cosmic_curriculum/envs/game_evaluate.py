@@ -29,6 +29,7 @@ from cosmic_curriculum.envs.game_table import Game, GameTable
 from cosmic_curriculum.envs.onnx_twin import load_env_player
 from cosmic_curriculum.envs.pettingzoo import GameInfo, game_info
 from cosmic_curriculum.errors import CurriculumError, EvaluationError
+from cosmic_curriculum.system.program import Command, command_sha256
 from cosmic_curriculum.workspace.history import append_record
 
 MAX_GAME_PAIRS = 50_000  # each pair's seed and outcomes are recorded
@@ -92,7 +93,7 @@ def _sha256(path: Path) -> str:
 
 def evaluate_game(
     candidate: Path,
-    reference: Path | str,
+    reference: Path | str | Command,
     *,
     history_path: Path,
     episodes: int,
@@ -105,8 +106,8 @@ def evaluate_game(
     max_moves: int = GAME_MAX_MOVES,
 ) -> dict[str, Any]:
     """Play up to ``episodes`` games (pairs) of the candidate's game against
-    ``reference`` (a bot file, ``random`` or ``search:N``), append one record and return
-    it as stored."""
+    ``reference`` (a bot file, ``random``, ``search:N`` or a program), append one record
+    and return it as stored."""
     pairs = check_pairs(episodes, "episodes")
     bot = load_env_player(candidate)
     if bot.env.kind != "pettingzoo":
@@ -116,15 +117,16 @@ def evaluate_game(
     except CurriculumError as exc:
         raise EvaluationError(f"{candidate}: its game does not build ({exc})") from None
     _check_candidate(bot, info, candidate)
-    other, label = game_player(reference, info, seed, bot, plain=not bot.env.wrappers)
     seeds = pair_seeds(seed, pairs)
     table = GameTable(bot.env, info, min(GAME_EVAL_BATCH, 2 * pairs), max_moves)
+    other: Any = None
     outcomes: list[tuple[int, int]] = []
     discarded: list[list[int]] = []
     cut = 0
     rngs = (np.random.default_rng([seed, 1]), np.random.default_rng([seed, 2]))
     stopped = False
     try:
+        other, label = game_player(reference, info, seed, bot, plain=not bot.env.wrappers)
         per_batch = max(1, len(table.games) // 2)
         for start in range(0, pairs, per_batch):
             chunk = seeds[start : start + per_batch]
@@ -145,6 +147,9 @@ def evaluate_game(
                 break
     finally:
         table.close()
+        close = getattr(other, "close", None)  # a program: its whole tree stops here
+        if close is not None:
+            close()
     counts = counts_of(outcomes)
     record: dict[str, Any] = {k: v for k, v in counts.items() if k != "pair_scores"}
     record |= {
@@ -163,7 +168,10 @@ def evaluate_game(
         "cut_games": cut,
         "candidate_sha256": _sha256(candidate),
     }
-    if builtin_name(str(reference)) is None:
+    if not isinstance(reference, Path | str):
+        record["reference_sha256"] = command_sha256(reference)
+        record["reference_fallbacks"] = getattr(other, "fallbacks", 0)
+    elif builtin_name(str(reference)) is None:
         record["reference_sha256"] = _sha256(Path(reference))
     if gate_of is not None and (gate := gate_of(counts)) is not None:
         record["gate"] = gate

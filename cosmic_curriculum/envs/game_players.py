@@ -1,7 +1,8 @@
 """Who plays a PettingZoo game: env bots (JSON, or an unmasked bot's ONNX twin), the
 built-in ``random`` (uniform over the legal moves, seeded) and ``search:N``
 (:mod:`.game_search`), named as on the command line (``random``, ``search:4``, a file)
-or as a curriculum records a builtin (``builtin:random``, ``builtin:search:4``).
+or as a curriculum records a builtin (``builtin:random``, ``builtin:search:4``), and
+programs speaking ``cosmic-bot/1`` with the game's spaces (:mod:`.program_player`).
 
 Every player follows one protocol: ``act(obs, deterministic, rng, mask=None)`` for a batch
 (``obs`` as the policy sees it, ``mask`` (n, moves) bool or None); the search also takes
@@ -24,6 +25,7 @@ from cosmic_curriculum.envs.pettingzoo import GameInfo
 from cosmic_curriculum.envs.policy import EnvBot
 from cosmic_curriculum.envs.spaces import batch_size
 from cosmic_curriculum.errors import EvaluationError
+from cosmic_curriculum.system.program import Command, command_label
 
 RANDOM = "random"
 SEARCH = "search"
@@ -83,14 +85,23 @@ def check_masks(bot: Any, info: GameInfo, path: Path | str) -> None:
 
 
 def game_player(
-    text: str | Path,
+    text: str | Path | Command,
     info: GameInfo,
     seed: int,
     candidate: EnvBot | EnvTwin | None = None,
     plain: bool = True,
 ) -> tuple[Any, str]:
     """The player ``text`` names and its label; a bot file must play ``candidate``'s
-    spaces (when given). ``plain``: the game has no wrappers of its spec's own."""
+    spaces (when given). ``plain``: the game has no wrappers of its spec's own. A
+    program is started here (its handshake checked): the caller closes it."""
+    if not isinstance(text, str | Path):
+        from cosmic_curriculum.envs.program_player import program_player
+
+        env = candidate.env.id if candidate is not None else None
+        player = program_player(
+            text, info.observation_space, info.action_space, env=env or "?", masked=info.masked
+        )
+        return player, command_label(text)
     name = builtin_name(str(text))
     if name == RANDOM:
         return RandomGamePlayer(int(info.action_space.n), seed), RANDOM

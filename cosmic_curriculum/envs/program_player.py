@@ -259,15 +259,28 @@ def box_actions(actions: list[Any], space: Space) -> NDArray[np.float32] | str:
 
 
 def check_program(spec: Command, env_spec: EnvSpec) -> None:
-    """Start a program once against a Gymnasium stage's env and check its handshake (the
-    curriculum's preflight, before any training)."""
+    """Start a program once against a Gymnasium stage's env or a PettingZoo stage's game
+    (one seat's view, with the legal moves where the game masks them) and check its
+    handshake (the curriculum's preflight, before any training)."""
+    if env_spec.kind == "pettingzoo":
+        from cosmic_curriculum.envs.pettingzoo import game_info
+
+        info = game_info(env_spec)
+        program_player(
+            spec,
+            info.observation_space,
+            info.action_space,
+            env=env_spec.id or "?",
+            masked=info.masked,
+        ).close()
+        return
+    if env_spec.kind != "gymnasium":
+        raise BotError(
+            f"bot {command_label(spec)}: a program plays arena, gymnasium and pettingzoo "
+            f"stages, not env.kind {env_spec.kind!r}"
+        )
     from cosmic_curriculum.envs.gymnasium import make_env
 
-    if env_spec.kind != "gymnasium":  # a game kind: its policy's spaces and mask go here
-        raise BotError(
-            f"bot {command_label(spec)}: a program plays arena and gymnasium stages, not "
-            f"env.kind {env_spec.kind!r} yet"
-        )
     env = make_env(env_spec)
     try:
         program_player(

@@ -4,8 +4,9 @@ It reads the tool's opening message and declares its spaces back (``mismatch``: 
 Discrete action space of 5 instead; ``arena``: the arena's handshake, without reading).
 Each game's answer (mode ``ok``) is its first legal action (all actions of the space
 when the request has no ``legal``); ``illegal`` answers the first action that is not
-legal, ``garbage`` answers ``{"moves": ...}``, ``fallback`` reports game 0 as a fallback
-every request and ``bad_fallbacks`` reports row 99. Never imports numpy.
+legal (one past the space when all are), ``garbage`` answers ``{"moves": ...}``,
+``fallback`` reports game 0 as a fallback every request and ``bad_fallbacks`` reports
+row 99. Never imports numpy.
 """
 
 from __future__ import annotations
@@ -46,7 +47,8 @@ def main() -> None:
         request = json.loads(line)
         legal = request.get("legal") or [every] * len(request["obs"])
         if mode == "illegal":
-            actions = [min(set(every) - set(moves)) for moves in legal]
+            # the first move that is not legal; past the space's end when all are
+            actions = [min(set(every) - set(moves), default=every[-1] + 1) for moves in legal]
         else:
             actions = [moves[0] for moves in legal]
         reply: dict[str, object] = {"actions": actions}
