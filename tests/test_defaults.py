@@ -59,6 +59,7 @@ FIELD_DEFAULTS: list[tuple[type[BaseModel], str, Any]] = [
     (GateSettings, "target", None),
     (GateSettings, "success_return", None),
     (GateSettings, "deterministic", d.ENV_EVAL_DETERMINISTIC),
+    (GateSettings, "against", d.GATE_AGAINST),
     (CurriculumConfig, "max_retries", d.MAX_RETRIES),
     (CurriculumConfig, "eval_episodes", d.EVAL_EPISODES),
     (CurriculumConfig, "regression_margin", d.REGRESSION_MARGIN),
@@ -217,8 +218,10 @@ def test_gate_simulate_options_are_built_from_gate_settings() -> None:
         assert param.help == field.description, option
         assert f"--{option.replace('_', '-')}" in param.opts, option
     # Every setting a stage's gate has besides its rule can be simulated (deterministic
-    # changes how the bots play, not the statistics of their results).
-    assert set(GATE_OPTIONS.values()) == set(GateSettings.model_fields) - {"rule", "deterministic"}
+    # changes how the bots play, not the statistics of their results; against's family is
+    # simulated by `--against N`, the number of earlier bots, not by the field's choice).
+    unsimulated = {"rule", "deterministic", "against"}
+    assert set(GATE_OPTIONS.values()) == set(GateSettings.model_fields) - unsimulated
 
 
 def test_run_help_shows_the_defaults() -> None:

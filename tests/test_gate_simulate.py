@@ -113,3 +113,36 @@ def test_cli_gate_simulate_errors(args: list[str], needle: str) -> None:
     result = CliRunner().invoke(app, ["gate", "simulate", "--trials", "10", *args])
     assert result.exit_code == 2, result.output
     assert needle in result.output and result.output.strip().count("\n") == 0
+
+
+def test_cli_gate_simulate_against_earlier_bots(tmp_path: Path) -> None:
+    out = tmp_path / "rows.json"
+    result = CliRunner().invoke(
+        app,
+        ["gate", "simulate", "--against", "3", "--rule", "margin", "--trials", "2000",
+         "--draws", "0,0.4", "--json", str(out)],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "3 earlier bots" in result.output and "whole gate" in result.output
+    rows = json.loads(out.read_text())
+    assert [(r["rule"], r["draw_rate"], r["against"]) for r in rows] == [
+        ("margin 0.15, 100 episodes", 0.0, 3),
+        ("margin 0.15, 100 episodes", 0.4, 3),
+    ]
+    for row in rows:
+        assert row["corrected_beta"] == pytest.approx(0.05 / 3)
+        assert row["family_false_fail"] <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / 2000)
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--against", "0"], "--against 0"),
+        (["--against", "101"], "--against 101"),
+        (["--against", "2", "--rule", "threshold", "--target", "0.9"], "--rule threshold"),
+    ],
+)
+def test_cli_gate_simulate_against_errors(args: list[str], needle: str) -> None:
+    result = CliRunner().invoke(app, ["gate", "simulate", "--trials", "10", *args])
+    assert result.exit_code == 2, result.output
+    assert needle in result.output and result.output.strip().count("\n") == 0

@@ -292,6 +292,41 @@ def test_review_markdown_lists_every_attempt_and_both_commands() -> None:
     assert "    cosmic-curriculum run --skip-to-next-stage --reason '...'" in lines
 
 
+def test_review_names_the_earlier_stage_a_forgetting_failure_regressed_against() -> None:
+    from cosmic_curriculum.workspace.config import GateSettings
+
+    # the reference passed (gap +0.00 < 0.15); stage 1's bot then beat it 0-9-1
+    forgot = FAILED.model_copy(
+        update={
+            "stage_index": 2,
+            "eval": counts(6, 6, 8),
+            "summary": "... → pass; against earlier stages: ... ⇒ fail",
+            "comparisons": [
+                {"against_stage": 0, "verdict": "fail", "rule": "sign", **counts(0, 9, 1)}
+            ],
+        }
+    )
+    text = review_markdown(
+        stage_number=3,
+        stage_name="no_draws",
+        entries=[forgot],
+        records={},
+        margin=0.15,
+        force_command="f",
+        skip_command="s",
+        reason="r",
+        gate=GateSettings(against="all"),
+    )
+    [row] = [line for line in text.splitlines() if line.startswith(f"| 0 | {S2}")]
+    assert "fails (a clear regression against stage 1)" in row and "≥ 0.15" not in row
+    assert 'Against = "all"' in text and "β 0.05" in text
+    plain = review_markdown(
+        stage_number=3, stage_name="no_draws", entries=[FAILED], records={}, margin=0.15,
+        force_command="f", skip_command="s", reason="r", gate=GateSettings(),
+    )  # fmt: skip
+    assert "Against" not in plain and "fails (+0.50 ≥ 0.15)" in plain
+
+
 # --------------------------------------------------------------------------- reporters
 
 

@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 from cosmic_curriculum.arena.policy import Policy as Bot
@@ -19,6 +18,7 @@ from cosmic_curriculum.bots.format import (
 from cosmic_curriculum.bots.simple import InertBot, RandomBot
 from cosmic_curriculum.defaults import DECISION_TICKS
 from cosmic_curriculum.errors import BotError
+from cosmic_curriculum.system.program import command_sha256
 
 # A bot file or an external program.
 BotSource = Path | ExecSpec
@@ -76,12 +76,7 @@ def source_sha256(source: BotSource) -> str:
     every argument that names a file (its program, its script, its weights)."""
     if isinstance(source, Path):
         return bot_sha256(source)
-    digest = hashlib.sha256("\0".join(source.argv).encode())
-    for arg in source.argv:
-        path = (source.cwd or Path.cwd()) / arg
-        if path.is_file():
-            digest.update(path.read_bytes())
-    return digest.hexdigest()
+    return command_sha256(source)
 
 
 def source_name(source: BotSource) -> str:

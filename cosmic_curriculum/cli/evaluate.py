@@ -10,17 +10,24 @@ from typing import Annotated, Any
 import typer
 
 from cosmic_curriculum.cli.app import OneLineUsageCommand, app, guarded, workspace_lock
+from cosmic_curriculum.cli.evaluate_game import evaluate_game_bots, is_game_bot
 from cosmic_curriculum.cli.seconds import seconds_callback
 from cosmic_curriculum.defaults import (
     BOT_TIMEOUT_SECONDS,
     ENV_EVAL_DETERMINISTIC,
     EVAL_EPISODES,
+    GAME_EVAL_DETERMINISTIC,
     LADDER_PAIRS,
     LOCK_WAIT_SECONDS,
     SPRT_BATCH_PAIRS,
     SPRT_MAX_EPISODES,
 )
 from cosmic_curriculum.workspace.locate import workspace_of
+
+
+def _greedy(deterministic: bool) -> str:
+    return "--deterministic" if deterministic else "--sample"
+
 
 LOCK_WAIT_HELP = (
     "Seconds to wait for another process holding the workspace (a `run`, another "
@@ -82,15 +89,20 @@ def evaluate_command(
     lock_wait: LockWait = LOCK_WAIT_SECONDS,
     bot_timeout: BotTimeout = BOT_TIMEOUT_SECONDS,
     deterministic: Annotated[
-        bool,
+        bool | None,
         typer.Option(
             "--deterministic/--sample",
             help="Env bots: their most likely action, or sampled from their policy (as a "
-            "gate's deterministic = false).",
+            f"gate's deterministic = false). Default: {_greedy(ENV_EVAL_DETERMINISTIC)} for "
+            f"a Gymnasium env, {_greedy(GAME_EVAL_DETERMINISTIC)} for a PettingZoo game.",
         ),
-    ] = ENV_EVAL_DETERMINISTIC,
+    ] = None,
 ) -> None:
     """Play CANDIDATE against REFERENCE in seat-swapped pairs and append one record.
+
+    A PettingZoo game's bot plays pairs of games (one seed, each seat once) against
+    another bot of the game, `random` (uniform over the legal moves) or `search:N`
+    (depth-N alpha-beta over the game's states).
 
     Holds the workspace lock of the history's directory while it runs (like `run`), so
     the two never write eval_history.json at once.
@@ -109,12 +121,32 @@ def evaluate_command(
         from cosmic_curriculum.workspace import history
         from cosmic_curriculum.workspace.outputs import history_target
 
-        if is_env_bot_file(Path(candidate)) or _is_env_twin(Path(candidate)):
-            _evaluate_env_bots(
-                candidate, reference, episodes, seed, history_path, lock_wait, deterministic
+        rule = gate_rule_option(gate)
+        if is_game_bot(Path(candidate)):
+            evaluate_game_bots(
+                candidate,
+                reference,
+                episodes,
+                seed,
+                history_path,
+                lock_wait,
+                deterministic,
+                rule,
+                bot_timeout,
             )
             return
-        rule = gate_rule_option(gate)
+        if is_env_bot_file(Path(candidate)) or _is_env_twin(Path(candidate)):
+            greedy = ENV_EVAL_DETERMINISTIC if deterministic is None else deterministic
+            _evaluate_env_bots(
+                candidate, reference, episodes, seed, history_path, lock_wait, greedy, bot_timeout
+            )
+            return
+        if is_env_bot_file(Path(reference)) or _is_env_twin(Path(reference)):
+            raise ConfigError(
+                f"evaluate {candidate} {reference}: an env bot plays as the candidate (it "
+                f"names the env), anything else as its reference: evaluate {reference} "
+                f"{candidate}"
+            )
         settings = None
         if rule is not None:
             if batch_pairs is not None and batch_pairs < 1:
@@ -155,14 +187,23 @@ def _evaluate_env_bots(
     history_path: Path,
     lock_wait: float,
     deterministic: bool,
+    bot_timeout: float,
 ) -> None:
-    """An env bot (a Gymnasium stage's) against another or `random`, by episode returns."""
-    from cosmic_curriculum.envs.evaluate import RANDOM, evaluate_env
+    """An env bot (a Gymnasium stage's) against another, `random` or an `exec:` program
+    (it plays the candidate's env), by episode returns."""
+    from cosmic_curriculum.bots.external import EXEC_PREFIX, parse_exec
+    from cosmic_curriculum.envs.evaluate import RANDOM, Reference, evaluate_env
     from cosmic_curriculum.system.terminal import printable
     from cosmic_curriculum.workspace.outputs import history_target
 
     history_file = history_target(history_path)
-    played: Path | str = RANDOM if reference in (RANDOM, f"builtin:{RANDOM}") else Path(reference)
+    played: Reference
+    if reference in (RANDOM, f"builtin:{RANDOM}"):
+        played = RANDOM
+    elif reference.startswith(EXEC_PREFIX):
+        played = parse_exec(reference, bot_timeout)
+    else:
+        played = Path(reference)
     with workspace_lock(history_file.parent, lock_wait):
         record = evaluate_env(
             Path(candidate),
@@ -175,10 +216,16 @@ def _evaluate_env_bots(
     print(
         printable(
             f"{candidate} vs {reference}: {record['wins_a']}-{record['wins_b']}, "
-            f"{record['draws']} draws, {record['successes']}/{record['episodes']} successes; "
-            f"record {record['id']} appended to {history_path}"
+            f"{record['draws']} draws, {record['successes']}/{record['episodes']} successes"
+            f"{_fallbacks(record)}; record {record['id']} appended to {history_path}"
         )
     )
+
+
+def _fallbacks(record: dict[str, Any]) -> str:
+    """How often a program reference did not choose its action itself (its fallbacks)."""
+    count = record.get("reference_fallbacks")
+    return "" if count is None else f"; the reference fell back on {count} decisions"
 
 
 @app.command("replay", cls=OneLineUsageCommand)

@@ -17,6 +17,7 @@ from cosmic_curriculum.cli.evaluate import gate_rule_option
 from cosmic_curriculum.defaults import (
     SIMULATE_BETTER_GAP,
     SIMULATE_DRAW_RATES,
+    SIMULATE_MAX_AGAINST,
     SIMULATE_MAX_TRIALS,
     SIMULATE_MODEL,
     SIMULATE_RETURN_SD,
@@ -104,6 +105,16 @@ def gate_simulate_command(
     sd: Annotated[
         float, typer.Option(help="threshold on return: SD of the simulated returns.")
     ] = SIMULATE_RETURN_SD,
+    against: Annotated[
+        int | None,
+        typer.Option(
+            metavar="N",
+            help='The gate against forgetting (against = "all") with N earlier stages\' '
+            "bots instead: the false-fail rate of a candidate equal to all of them (its "
+            "reference's comparison, the N others, the whole gate) and how often one --worse "
+            "worse than one earlier bot is caught.",
+        ),
+    ] = None,
     seed: Annotated[int, typer.Option(help="Simulation seed.")] = 0,
     json_out: Annotated[
         Path | None, typer.Option("--json", help="Also write the rows as JSON.")
@@ -151,10 +162,20 @@ def gate_simulate_command(
             raise ConfigError(f"--weak {weak}: a success rate must be in [0, 1]")
         if sd <= 0.0:
             raise ConfigError(f"--sd {sd}: must be > 0")
+        if against is not None and not 1 <= against <= SIMULATE_MAX_AGAINST:
+            raise ConfigError(
+                f"--against {against}: give the number of earlier stages' bots, 1 to "
+                f"{SIMULATE_MAX_AGAINST}"
+            )
         specs = []
         threshold_rows: list[dict[str, Any]] = []
         for r in rule:
             gate_rule_option(r, "--rule", ("margin", "sprt", "threshold"))
+            if against is not None and r == "threshold":
+                raise ConfigError(
+                    f"--rule threshold with --against {against}: earlier bots are played "
+                    "head to head (margin, sprt); drop --rule threshold"
+                )
             try:
                 settings = GateSettings.model_validate({"rule": r, **fields})
             except ValidationError as exc:
@@ -181,12 +202,19 @@ def gate_simulate_command(
                     f"--worse {worse} / --better {better} with draw rate {rate}: a win-rate gap "
                     f"cannot exceed 1 - draw rate"
                 )
-        rows = simulate_table(specs, rates, trials, worse=worse, better=better, seed=seed)
         console = Console()
         if not console.is_terminal:  # logs and pipes: keep each row on one line
             console = Console(width=max(console.width, 150))
-        if specs:
-            console.print(gate_simulation_table(rows, trials, worse, better))
+        if against is not None:
+            from cosmic_curriculum.cli.tables import forgetting_simulation_table
+            from cosmic_curriculum.evaluation.forgetting_sim import simulate_family_table
+
+            rows = simulate_family_table(specs, against, rates, trials, worse=worse, seed=seed)
+            console.print(forgetting_simulation_table(rows, trials, against, worse))
+        else:
+            rows = simulate_table(specs, rates, trials, worse=worse, better=better, seed=seed)
+            if specs:
+                console.print(gate_simulation_table(rows, trials, worse, better))
         if threshold_rows:
             console.print(threshold_simulation_table(threshold_rows, trials))
         if json_out is not None:

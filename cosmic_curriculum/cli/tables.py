@@ -127,3 +127,42 @@ def threshold_simulation_table(rows: Sequence[dict[str, Any]], trials: int) -> A
             f"{row['mean_episodes']:.0f} / {row['p95_episodes']:.0f}",
         )
     return table
+
+
+def forgetting_simulation_table(
+    rows: Sequence[dict[str, Any]], trials: int, against: int, worse: float
+) -> Any:
+    """The gate against forgetting's Monte Carlo: false-fail rates of an equal candidate
+    (its reference's comparison, the earlier bots', the whole gate), the earlier bots'
+    detection of one regression, and the episodes their comparisons add."""
+    from rich.table import Table
+
+    table = Table(
+        title=f'Gate against forgetting (against = "all", {against} earlier bots) Monte Carlo, '
+        f"{trials:,} trials per cell"
+    )
+    for head in (
+        "rule",
+        "draws",
+        "beta each",
+        "false-fail: reference",
+        f"{against} earlier",
+        "whole gate",
+        f"catches {worse:g} worse vs one",
+        "episodes added",
+    ):
+        table.add_column(
+            head, justify="left" if head == "rule" else "right", no_wrap=head == "rule"
+        )
+    for row in rows:
+        table.add_row(
+            row["rule"],
+            f"{row['draw_rate']:.0%}",
+            f"{row['corrected_beta']:.2%}",
+            f"{row['previous_false_fail']:.1%}",
+            f"{row['family_false_fail']:.1%}",
+            f"{row['gate_false_fail']:.1%}",
+            f"{row['detects_worse']:.1%}",
+            f"{row['family_mean_episodes']:.0f}",
+        )
+    return table

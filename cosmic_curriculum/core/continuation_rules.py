@@ -13,12 +13,25 @@ from cosmic_curriculum.core.events import CandidateContinued, TrainingContinued
 from cosmic_curriculum.core.phases import InvalidTransition, flight_of
 from cosmic_curriculum.core.rules import continuation_problem
 from cosmic_curriculum.workspace.config import CurriculumConfig
-from cosmic_curriculum.workspace.state import Continuation, CurriculumState
+from cosmic_curriculum.workspace.state import Attempt, Continuation, CurriculumState
 
 
 def continuations_json(done: list[Continuation]) -> list[dict[str, Any]]:
     """Continuations as a log entry keeps them."""
     return [c.model_dump(mode="json", exclude_none=True) for c in done]
+
+
+def candidates_json(flight: Attempt) -> list[dict[str, Any]] | None:
+    """A deciding attempt's candidates as its log entry keeps them: each one's score,
+    evaluation and continuations, the chosen one marked."""
+    if not flight.candidates:
+        return None
+    return [
+        {"k": c.k, "experiment": c.experiment, "eval_id": c.eval_id, "score": c.score}
+        | ({"chosen": True} if c.k == flight.chosen else {})
+        | ({"continuations": continuations_json(c.continuations)} if c.continuations else {})
+        for c in flight.candidates
+    ]
 
 
 def _appended(

@@ -3,7 +3,8 @@ figures a log entry keeps of it, and its score. Pure: records in, verdicts out."
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from cosmic_curriculum import scoring
@@ -98,6 +99,52 @@ def judge(settings: GateSettings, record: dict[str, Any]) -> Judgement:
         decision_figures(decision.stats),
         decision.to_dict(),
     )
+
+
+def judge_comparisons(
+    settings: GateSettings, records: Sequence[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """Each forgetting comparison's figures and verdict (``against = "all"``): judged by
+    the stage's head-to-head rule at the corrected error rate (evaluation/forgetting.py),
+    with what it played from the record's tags."""
+    from cosmic_curriculum.core.rules import (
+        AGAINST_BOT_KEY,
+        AGAINST_EXPERIMENT_KEY,
+        AGAINST_KEY,
+        FAMILY_KEY,
+    )
+    from cosmic_curriculum.evaluation.forgetting import comparison_figures, judge_comparison
+
+    out = []
+    for record in records:
+        m = int(record.get(FAMILY_KEY) or len(records))
+        against = {
+            "against_stage": record.get(AGAINST_KEY),
+            "against_experiment": record.get(AGAINST_EXPERIMENT_KEY),
+            "bot": record.get(AGAINST_BOT_KEY),
+        }
+        decision = judge_comparison(settings, m, record)
+        out.append(comparison_figures(record, decision, m, settings, against))
+    return out
+
+
+def judge_gate(
+    settings: GateSettings,
+    record: dict[str, Any],
+    comparison_records: Sequence[dict[str, Any]] | None,
+) -> tuple[Judgement, list[dict[str, Any]] | None]:
+    """The whole gate on an attempt: :func:`judge` of its evaluation against the
+    reference, its verdict and summary combined with the forgetting comparisons'
+    (``against = "all"``, each :func:`judge_comparisons`' figures, returned beside it);
+    the judgement's ``figures`` and ``gate`` stay the reference's."""
+    judged = judge(settings, record)
+    if not comparison_records:
+        return judged, None
+    from cosmic_curriculum.evaluation.forgetting import combined
+
+    comparisons = judge_comparisons(settings, comparison_records)
+    verdict, summary = combined(judged.verdict, judged.summary, comparisons)
+    return replace(judged, verdict=verdict, summary=summary), comparisons
 
 
 def _missing_inputs(settings: GateSettings, record: dict[str, Any]) -> str | None:

@@ -160,10 +160,12 @@ class Evaluated:
 
 @dataclass(frozen=True)
 class Decide:
-    """Judge the evaluation ``record`` with the stage's gate."""
+    """Judge the evaluation ``record`` with the stage's gate; with ``against = "all"``,
+    also its forgetting ``comparisons`` (their records, in the order played)."""
 
     record: dict[str, Any]
     now: str
+    comparisons: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)

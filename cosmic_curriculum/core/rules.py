@@ -16,6 +16,15 @@ from cosmic_curriculum.workspace.state import Attempt, Candidate, CurriculumStat
 
 SELECTION_KEY = "selection"  # in a record: "candidate" (ranks) or "fresh" (decides)
 CANDIDATE_KEY = "candidate_k"  # in a record: which candidate it evaluated
+# A forgetting comparison's record (`against = "all"`, docs/GATES.md): tagged
+# comparison = "forgetting", the earlier stage it played (0-based, as stage_index), that
+# stage's passing experiment and bot, and how many such comparisons the gate has.
+COMPARISON_KEY = "comparison"
+FORGETTING = "forgetting"
+AGAINST_KEY = "against_stage"
+AGAINST_EXPERIMENT_KEY = "against_experiment"
+AGAINST_BOT_KEY = "against_bot"
+FAMILY_KEY = "comparisons_planned"
 
 
 def parse_time(stamp: str) -> float:
@@ -29,16 +38,22 @@ def parse_time(stamp: str) -> float:
 
 
 def own_record(
-    records: list[dict[str, Any]], experiment: str, since: str, selection: str | None = None
+    records: list[dict[str, Any]],
+    experiment: str,
+    since: str,
+    selection: str | None = None,
+    against: int | None = None,
 ) -> dict[str, Any] | None:
     """The last record of ``experiment`` written after ``since`` (its training's start:
     not a record of a curriculum started over) with this ``selection`` tag (None: an
-    attempt without candidates, whose records carry none)."""
+    attempt without candidates, whose records carry none) and, for a forgetting
+    comparison, this ``against`` stage (None: the evaluation against the reference)."""
     started = parse_time(since)
     for record in reversed(records):
         if (
             record.get("curriculum_experiment") == experiment
             and record.get(SELECTION_KEY) == selection
+            and record.get(AGAINST_KEY) == against
             and "id" in record
             and parse_time(str(record.get("created_at", ""))) >= started - 1
         ):
@@ -70,6 +85,22 @@ def attempt_experiment(
         if entry.attempt == attempt and entry.override is None and entry.candidates:
             return entry.experiment
     return experiment_name(stage_index, config.stages[stage_index].name, attempt)
+
+
+def forgetting_opponents(
+    state: CurriculumState, stage_index: int, reference: str, bot_of: Callable[[str], str]
+) -> list[tuple[int, str]]:
+    """``(stage, experiment)`` of every earlier stage's passing bot the candidate of
+    ``stage_index`` plays besides its ``reference`` under ``against = "all"``, oldest
+    first: each earlier stage's passing entry (a stage passed by `--skip-to-next-stage`
+    included: its bot is the one the curriculum went on with), except the one whose bot
+    (``bot_of(experiment)``, as the reference is recorded) is the reference itself."""
+    out = []
+    for j in range(stage_index):
+        entry = state.passing_entry(j)
+        if entry is not None and bot_of(entry.experiment) != reference:
+            out.append((j, entry.experiment))
+    return out
 
 
 def evaluation_seed(experiment: str) -> int:

@@ -34,10 +34,11 @@ from cosmic_curriculum.core.candidate_rules import (
 )
 from cosmic_curriculum.core.continuation_rules import (
     candidate_continued,
+    candidates_json,
     continuations_json,
     training_continued,
 )
-from cosmic_curriculum.core.decisions import judge
+from cosmic_curriculum.core.decisions import judge_gate
 from cosmic_curriculum.core.events import (
     BeginAttempt,
     CandidateChosen,
@@ -210,7 +211,8 @@ def _evaluated(state: CurriculumState, config: CurriculumConfig, e: Evaluated) -
 def _decide(state: CurriculumState, config: CurriculumConfig, e: Decide) -> None:
     flight = flight_of(state)
     i = flight.stage_index
-    judged = judge(config.stage_gate(i), e.record)
+    judged, comparisons = judge_gate(config.stage_gate(i), e.record, e.comparisons)
+    verdict, summary = judged.verdict, judged.summary
     entry = LogEntry(
         stage_index=i,
         experiment=flight.experiment,
@@ -218,18 +220,13 @@ def _decide(state: CurriculumState, config: CurriculumConfig, e: Decide) -> None
         # the counts the record has (a threshold record may lack the head-to-head ones)
         # and the threshold rule's figures, for status, REPORT.md and the history
         eval={k: e.record[k] for k in COUNT_KEYS if k in e.record} | judged.figures,
-        decision="pass" if judged.verdict == "pass" else "fail",
+        decision="pass" if verdict == "pass" else "fail",
         eval_id=flight.eval_id,
-        summary=judged.summary,
+        summary=summary,
         decided_at=e.now,
+        comparisons=comparisons,
     )
-    if flight.candidates:
-        entry.candidates = [
-            {"k": c.k, "experiment": c.experiment, "eval_id": c.eval_id, "score": c.score}
-            | ({"chosen": True} if c.k == flight.chosen else {})
-            | ({"continuations": continuations_json(c.continuations)} if c.continuations else {})
-            for c in flight.candidates
-        ]
+    entry.candidates = candidates_json(flight)
     if flight.continuations:
         entry.continuations = continuations_json(flight.continuations)
     forced = state.forced_retry
@@ -242,7 +239,7 @@ def _decide(state: CurriculumState, config: CurriculumConfig, e: Decide) -> None
     state.log.append(entry)
     state.last_error = None
     flight.decision = entry.decision
-    flight.summary = judged.summary
+    flight.summary = summary
     if entry.decision == "pass":
         _advance_stage(state, config)
         return
@@ -252,7 +249,7 @@ def _decide(state: CurriculumState, config: CurriculumConfig, e: Decide) -> None
         state.status = "blocked"
         state.blocked_reason = (
             f"stage {i + 1} {config.stages[i].name} failed {failures} attempts in "
-            f"a row (last: {flight.experiment}: {judged.summary})"
+            f"a row (last: {flight.experiment}: {summary})"
         )
 
 

@@ -194,7 +194,7 @@ def _candidates_error(run: Run, failed: list[Candidate]) -> None:
 def evaluate_candidates(run: Run) -> None:
     """``trained`` → ``evaluated``: every candidate evaluated, the best chosen, and its
     fresh re-evaluation saved as the attempt's record."""
-    from cosmic_curriculum.curriculum.evaluation import evaluate_bot
+    from cosmic_curriculum.curriculum.evaluation import compare_with_earlier, evaluate_bot
 
     for c in list(run.flight.candidates or []):
         if c.phase != "trained":
@@ -233,4 +233,5 @@ def evaluate_candidates(run: Run) -> None:
         k=None,
         history_before=flight.history_before,
     )
+    compare_with_earlier(run, record)  # against = "all": the chosen one plays earlier bots
     run.record(t.Evaluated(str(record["id"])), pause="evaluated")

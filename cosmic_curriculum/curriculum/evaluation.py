@@ -7,7 +7,6 @@ this attempt already wrote (before a crash) is adopted instead of evaluating aga
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +28,7 @@ from cosmic_curriculum.curriculum.resume import (
     reference_label,
     stopped_by_interrupt,
     uses_env_evaluator,
+    uses_game_evaluator,
 )
 from cosmic_curriculum.errors import BotError, EvaluationFailedError
 from cosmic_curriculum.evaluation.gate import GateSettings
@@ -55,7 +55,16 @@ def evaluate(run: Run) -> None:
         record = _run_evaluation(run, flight)
     else:  # written before a crash: perhaps before its decision was added
         record = _with_gate(run, record, run.config.stage_gate(flight.stage_index))
+    compare_with_earlier(run, record)
     run.record(t.Evaluated(str(record["id"])), pause="evaluated")
+
+
+def compare_with_earlier(run: Run, record: dict[str, Any]) -> list[dict[str, Any]]:
+    """``against = "all"``: the forgetting comparisons of the bot ``record`` evaluated
+    (curriculum/forgetting.py), each played by :func:`_run_evaluation`."""
+    from cosmic_curriculum.curriculum.forgetting import comparison_records
+
+    return comparison_records(run, record, _run_evaluation)
 
 
 def _own_record(
@@ -155,14 +164,18 @@ def _run_evaluation(
     seed: int | None = None,
     tags: dict[str, Any] | None = None,
     k: int | None = None,
+    against: tuple[Reference, GateSettings] | None = None,
 ) -> dict[str, Any]:
     """Evaluate ``flight``'s bot, or with candidates ``experiment``'s with ``seed`` (also
     given to an evaluation command) and ``tags`` on its record; a fault that leaves no
-    record is the attempt's error (:class:`EvaluationFailedError`)."""
+    record is the attempt's error (:class:`EvaluationFailedError`). ``against``: another
+    bot than the attempt's reference and the gate to play it under (a forgetting
+    comparison, curriculum/forgetting.py): the one call repeated per earlier bot."""
     name = experiment or flight.experiment
+    settings = run.config.stage_gate(flight.stage_index) if against is None else against[1]
     try:
-        record = _play(run, flight, experiment, seed, tags, k)
-        return _with_gate(run, record, run.config.stage_gate(flight.stage_index))
+        record = _play(run, flight, experiment, seed, tags, k, against)
+        return _with_gate(run, record, settings)
     except BotError as exc:  # e.g. an exec: reference that stopped answering
         run.record(t.EvaluationFailed(str(exc), k))
         fault = f"evaluation failed, no record was written: {exc}"
@@ -200,13 +213,15 @@ def _play(
     seed: int | None,
     tags: dict[str, Any] | None,
     k: int | None,
+    against: tuple[Reference, GateSettings] | None = None,
 ) -> dict[str, Any]:
-    settings = run.config.stage_gate(flight.stage_index)
+    settings = run.config.stage_gate(flight.stage_index) if against is None else against[1]
     name = experiment or flight.experiment
     candidate = run.paths.bot(name)
-    reference = recorded_reference(run, flight)
+    reference = recorded_reference(run, flight) if against is None else against[0]
     shown = flight if experiment is None else flight.model_copy(update={"experiment": name})
-    run.reporter.evaluation_started(shown, flight.reference or "")
+    shown_reference = flight.reference or "" if against is None else reference_label(run, reference)
+    run.reporter.evaluation_started(shown, shown_reference)
     if run.config.evaluation_command:
         seed_args = [] if seed is None else ["--seed", str(seed)]
         return _external_evaluation(
@@ -225,9 +240,15 @@ def _play(
         run.reporter.evaluation_progress(shown, {"episodes": played, "planned": planned})
 
     if uses_env_evaluator(run, flight.stage_index):
-        return _env_evaluation(run, candidate, reference, settings, seed, progress, extra, k)
+        from cosmic_curriculum.curriculum.env_evaluation import env_evaluation
+
+        return env_evaluation(run, candidate, reference, settings, seed, progress, extra, k)
+    if uses_game_evaluator(run, flight.stage_index):
+        from cosmic_curriculum.curriculum.game_evaluation import game_evaluation
+
+        return game_evaluation(run, candidate, reference, settings, seed, progress, extra, k)
     if isinstance(reference, BuiltinBot):  # preflight refuses it for the arena
-        raise BotError(f"reference {reference} plays Gymnasium stages only")
+        raise BotError(f"reference {reference} plays Gymnasium and PettingZoo stages only")
     from cosmic_curriculum.evaluation.evaluate import run_evaluation
 
     return run_evaluation(
@@ -239,62 +260,6 @@ def _play(
         on_progress=progress,
         extra=extra,
     )
-
-
-def _env_evaluation(
-    run: Run,
-    candidate: Path,
-    reference: Reference,
-    settings: GateSettings,
-    seed: int,
-    progress: Callable[[int, int], None],
-    extra: dict[str, Any],
-    k: int | None,
-) -> dict[str, Any]:
-    """The built-in evaluator of a Gymnasium stage; the gate judges its record after
-    (margin alone plays its episodes; sprt, threshold and several rules stop once the
-    gate has decided: any rule failed, or all passed)."""
-    from cosmic_curriculum.envs.evaluate import RANDOM, evaluate_env
-    from cosmic_curriculum.errors import EvaluationError
-    from cosmic_curriculum.evaluation.gate import decide
-
-    if isinstance(reference, BuiltinBot):
-        played: Path | str = RANDOM
-    elif isinstance(reference, Path):
-        played = reference
-    else:
-        raise BotError(f"reference {reference}: a program cannot play a Gymnasium stage")
-    episodes = settings.planned_episodes
-
-    def decided(counts: dict[str, Any]) -> bool:
-        wins = (counts["wins_a"], counts["wins_b"], counts["draws"])
-        verdict = decide(
-            settings,
-            *wins,
-            planned_episodes=episodes,
-            successes=counts["successes"],
-            returns=counts["returns"],
-        ).verdict
-        return verdict != "continue"
-
-    labels = {"candidate": run.rel(candidate), "reference": reference_label(run, reference)}
-    try:
-        return evaluate_env(
-            candidate,
-            played,
-            history_path=run.paths.history,
-            episodes=episodes,
-            seed=seed,
-            success_return=settings.success_return,
-            deterministic=settings.deterministic,
-            stop=None if settings.rules == ("margin",) else decided,
-            on_progress=progress,
-            extra={**extra, **labels},
-        )
-    except EvaluationError as exc:
-        run.record(t.EvaluationFailed(str(exc), k))
-        fault = f"evaluation failed, no record was written: {exc}"
-        raise EvaluationFailedError(run.rel(candidate), fault, run.command()) from None
 
 
 def _external_evaluation(

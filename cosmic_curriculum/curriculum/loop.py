@@ -18,7 +18,7 @@ from cosmic_curriculum.core.phases import next_step
 from cosmic_curriculum.curriculum import notify
 from cosmic_curriculum.curriculum.candidates import evaluate_candidates, train_candidates
 from cosmic_curriculum.curriculum.context import Run, RunOptions
-from cosmic_curriculum.curriculum.evaluation import evaluate
+from cosmic_curriculum.curriculum.evaluation import compare_with_earlier, evaluate
 from cosmic_curriculum.curriculum.persist import final_error, persist, settle
 from cosmic_curriculum.curriculum.preflight import check_before_detach, explain_lock, start
 from cosmic_curriculum.curriculum.reporter import Reporter
@@ -159,7 +159,8 @@ def _loop(run: Run) -> CurriculumState:
                     f"{run.paths.history}: evaluation {eval_id} of {run.flight.experiment} "
                     f"is missing; {hint}"
                 )
-            run.record(t.Decide(record, utc_now()), pause="decided")
+            comparisons = tuple(compare_with_earlier(run, record))  # recorded: adopted
+            run.record(t.Decide(record, utc_now(), comparisons), pause="decided")
             run.reporter.attempt_decided(run.state.log[-1])
         elif step == "commit":
             persist(run)

@@ -18,6 +18,7 @@ from cosmic_curriculum.core import transitions as t
 from cosmic_curriculum.core.phases import next_step
 from cosmic_curriculum.core.rules import override_ruling, skipped_experiment
 from cosmic_curriculum.curriculum.context import Run
+from cosmic_curriculum.curriculum.forgetting import refuse_with_evaluation_command
 from cosmic_curriculum.curriculum.persist import blocked_message, commit, persist
 from cosmic_curriculum.curriculum.resume import (
     BuiltinBot,
@@ -310,14 +311,17 @@ def _preflight_commands(run: Run) -> None:
         run.reporter.info(note)
     if config.evaluation_command:
         _check_executable(run, config.evaluation_command[0], "evaluation_command")
+        refuse_with_evaluation_command(run, remaining)
     i = run.state.stage_index
     reference = reference_for(run, i)
     if isinstance(reference, BuiltinBot):
-        if config.stage_env(i).kind == "arena":
+        kind = config.stage_env(i).kind
+        if kind == "arena" or (kind == "gymnasium" and reference.name != "random"):
+            plays = "PettingZoo" if kind == "gymnasium" else "Gymnasium and PettingZoo"
             raise ConfigError(
-                f"{run.config_path}: reference_bot of stage {i + 1} is {{builtin = "
-                f'"{reference.name}"}}, which plays Gymnasium stages only; name an arena bot '
-                'file instead, e.g. reference_bot = "bots/rookie.json"'
+                f"{run.config_path}: reference_bot of stage {i + 1} is builtin "
+                f"{reference.name!r}, which plays {plays} stages only; name a bot file "
+                'instead (the arena: e.g. reference_bot = "bots/rookie.json")'
             )
     elif not isinstance(reference, Path):  # a program: no file, but its handshake
         check_exec_reference(run, reference, i)

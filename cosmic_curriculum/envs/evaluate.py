@@ -12,9 +12,10 @@ The record also holds ``successes``, ``returns`` (the candidate's, one per episo
 the ``seeds``, so the threshold gate judges it too.
 
 Candidate and reference are env bot files (or their ONNX twins); a reference may be
-``random`` (uniform over the action space, seeded). An env that raises, or returns a
-non-finite or wrongly shaped observation or a non-finite reward, is one line
-(:mod:`.guard`), and no record is written.
+``random`` (uniform over the action space, seeded) or a program speaking ``cosmic-bot/1``
+with the env's spaces (:mod:`.program_player`; the record counts its ``fallbacks``).
+An env that raises, or returns a non-finite or wrongly shaped observation or a non-finite
+reward, is one line (:mod:`.guard`), and no record is written.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from cosmic_curriculum.envs.onnx_twin import EnvTwin, load_env_player
 from cosmic_curriculum.envs.policy import EnvBot
 from cosmic_curriculum.envs.spaces import all_finite, batch_of, batch_size, same_space
 from cosmic_curriculum.errors import CurriculumError, EvaluationError, TrainerError
+from cosmic_curriculum.system.program import Command, command_label, command_sha256
 from cosmic_curriculum.workspace.history import append_record
 
 RANDOM = "random"
@@ -45,6 +47,10 @@ SUCCESS_RULE = (
 
 class Player(Protocol):
     def act(self, obs: Any, deterministic: bool = True, rng: Any = None) -> Any: ...
+
+
+# A reference: an env bot file (or twin), ``random``, or a program (``exec:``).
+Reference = Path | str | Command
 
 
 class RandomPlayer:
@@ -169,8 +175,13 @@ def _sha256(path: Path) -> str:
 
 
 def _reference_player(
-    reference: Path | str, candidate: EnvBot | EnvTwin, runner: EnvRunner, seed: int
+    reference: Reference, candidate: EnvBot | EnvTwin, runner: EnvRunner, seed: int
 ) -> Player:
+    if not isinstance(reference, Path | str):
+        from cosmic_curriculum.envs.program_player import program_player
+
+        env = runner.envs[0]
+        return program_player(reference, env.observation_space, env.action_space, env=runner.name)
     if str(reference) == RANDOM:
         return RandomPlayer(runner.envs[0].action_space, seed)
     bot = load_env_player(Path(reference))
@@ -221,7 +232,7 @@ def check_env_episodes(count: int, option: str) -> int:
 
 def evaluate_env(
     candidate: Path,
-    reference: Path | str,
+    reference: Reference,
     *,
     history_path: Path,
     episodes: int,
@@ -241,6 +252,7 @@ def evaluate_env(
         runner = EnvRunner(bot, min(ENV_EVAL_BATCH, episodes), success_return)
     except CurriculumError as exc:
         raise EvaluationError(f"{candidate}: its env does not build ({exc})") from None
+    other: Player | None = None
     try:
         _check_spaces(bot, runner.envs[0], candidate)
         other = _reference_player(reference, bot, runner, seed)
@@ -259,7 +271,11 @@ def evaluate_env(
                 break
     finally:
         runner.close()
-    ref_label = RANDOM if str(reference) == RANDOM else str(reference)
+        close = getattr(other, "close", None)  # a program: its whole tree stops here
+        if close is not None:
+            close()
+    program = None if isinstance(reference, Path | str) else reference
+    ref_label = str(reference) if program is None else command_label(program)
     record.update(
         {
             "evaluator": "env",
@@ -277,8 +293,11 @@ def evaluate_env(
             "candidate_sha256": _sha256(candidate),
         }
     )
-    if ref_label != RANDOM:
-        record["reference_sha256"] = _sha256(Path(reference))
+    if program is not None:
+        record["reference_sha256"] = command_sha256(program)
+        record["reference_fallbacks"] = getattr(other, "fallbacks", 0)
+    elif ref_label != RANDOM:
+        record["reference_sha256"] = _sha256(Path(str(reference)))
     record.update(extra or {})
     return append_record(history_path, record)
 

@@ -238,6 +238,39 @@ def simulate(
     (loss, draw, win) probabilities and the two games of a pair are independent too
     (kickoff luck that cancels within a real pair only lowers the variance).
     """
+    fails, used = simulate_trials(
+        settings,
+        true_gap=true_gap,
+        draw_rate=draw_rate,
+        trials=trials,
+        seed=seed,
+        model=model,
+        check_every=check_every,
+        episodes=episodes,
+    )
+    return SimResult(
+        fail_rate=float(fails.mean()),
+        mean_episodes=float(used.mean()),
+        p95_episodes=float(np.percentile(used, 95)),
+        trials=trials,
+    )
+
+
+def simulate_trials(
+    settings: GateSettings,
+    *,
+    true_gap: float,
+    draw_rate: float,
+    trials: int,
+    seed: int = 0,
+    model: Literal["trinomial", "pentanomial"] = SIMULATE_MODEL,
+    check_every: int | None = None,
+    episodes: int | None = None,
+    fail_at_cap: bool = True,
+) -> tuple[NDArray[np.bool_], NDArray[np.int64]]:
+    """:func:`simulate`'s trials one by one: whether each failed, and its episodes.
+    ``fail_at_cap=False``: an SPRT still undecided at the cap passes (a forgetting
+    comparison's rule, evaluation/forgetting.py)."""
     if trials < 1:
         raise ValueError(f"trials must be >= 1, got {trials}")
     if len(settings.rules) > 1:  # each rule's error rates are measured alone
@@ -249,7 +282,7 @@ def simulate(
         counts = rng.multinomial(n, game, size=trials)
         m = margin_fraction(settings.regression_margin)
         fails = (counts[:, 0] - counts[:, 2]) * m.denominator >= m.numerator * n
-        return SimResult(float(fails.mean()), float(n), float(n), trials)
+        return fails, np.full(trials, n, dtype=np.int64)
 
     s0, s1 = sprt_hypotheses(settings)
     lower, upper = stats.sprt_bounds(settings.alpha, settings.beta)
@@ -276,17 +309,12 @@ def simulate(
         llr = _llr_unique(counts[active], values, s0, s1)
         at_cap = played + per_unit > cap
         done = (llr >= upper) | (llr <= lower) | at_cap
-        fail_now = (llr <= lower) | (at_cap & (llr < upper) & (llr < 0))
+        fail_now = (llr <= lower) | (fail_at_cap & at_cap & (llr < upper) & (llr < 0))
         fails[active[done]] = fail_now[done]
         used[active[done]] = played
         active = active[~done]
     used[active] = played  # only if the cap is smaller than one step
-    return SimResult(
-        fail_rate=float(fails.mean()),
-        mean_episodes=float(used.mean()),
-        p95_episodes=float(np.percentile(used, 95)),
-        trials=trials,
-    )
+    return fails, used
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,13 @@ from typing import TYPE_CHECKING, Any
 
 from cosmic_curriculum.errors import ConfigError
 from cosmic_curriculum.reports import md_text
-from cosmic_curriculum.reports.summary import Rung, Summary, elo_text, summarise
+from cosmic_curriculum.reports.summary import (
+    FORGETTING_COLUMNS,
+    Rung,
+    Summary,
+    elo_text,
+    summarise,
+)
 from cosmic_curriculum.scoring import signed
 from cosmic_curriculum.system import fsio
 from cosmic_curriculum.workspace import history
@@ -49,6 +55,12 @@ COLUMNS = (
     "timesteps",
 )
 THRESHOLD_COLUMN = "threshold (95%) vs target"
+FORGETTING_LEGEND = (
+    'against = "all": each candidate that passed its reference also played every earlier '
+    "stage's passing bot, oldest first, and failed on a clear regression against any "
+    "(the gate's β shared by the comparisons; it stops at the first regression). W-L-D: "
+    "candidate wins, earlier bot wins, draws."
+)
 PICTURES = {"curves.png": "learning curves", "ladder.png": "Elo ladder"}
 
 
@@ -99,6 +111,10 @@ def blocks(layout: Layout, data: Summary) -> list[Block]:
             "alone shows no head-to-head figures."
         )
     out.append(Block("p", legend))
+    if data.forgetting:  # against = "all"
+        out += [Block("h2", "Against earlier stages")]
+        out.append(Block("table", rows=[list(FORGETTING_COLUMNS), *data.forgetting]))
+        out.append(Block("p", FORGETTING_LEGEND))
     ladder_rows = [
         [md_text.code(r.bot), md_text.text(r.stage), _ladder_elo(r), _err(r)] for r in data.ladder
     ]

@@ -92,6 +92,8 @@ def attempt_row(entry: LogEntry, margin: float | None) -> dict[str, Any]:
         row["threshold"] = dict(counts["threshold"])
     if isinstance(counts.get("rules"), list):
         row["rules"] = [dict(r) for r in counts["rules"] if isinstance(r, dict)]
+    if entry.comparisons:  # against = "all": each earlier stage's bot it played
+        row["comparisons"] = [dict(c) for c in entry.comparisons]
     if "wins_a" in counts:
         row.update(
             wins_a=wa,
@@ -161,8 +163,11 @@ def review_markdown(
             ]
         elif head_to_head:
             cells += ["–", "–", "–", "–"]
+        regressed = _regressions(entry)
         if entry.override:
             said = entry.override
+        elif regressed and entry.decision == "fail":  # its reference passed (against = "all")
+            said = f"fails (a clear regression against {regressed})"
         elif rule == "margin" and "wins_a" in row:
             gap = signed(row["gap"] or 0.0, 2)
             said = f"{verdict} ({gap} {'≥' if entry.decision == 'fail' else '<'} {margin:g})"
@@ -208,14 +213,30 @@ def review_markdown(
     return "\n".join(out)
 
 
+def _regressions(entry: LogEntry) -> str:
+    """The earlier stages a forgetting comparison of ``entry`` failed against ("" none)."""
+    stages = [c.get("against_stage") for c in entry.comparisons or [] if c.get("verdict") != "pass"]
+    return ", ".join(f"stage {s + 1}" if isinstance(s, int) else "?" for s in stages)
+
+
 def _rule_lines(gate: GateSettings | None, margin: float) -> list[str]:
-    """What the stage's gate asks: one sentence, or one per rule when it has several."""
+    """What the stage's gate asks: one sentence, or one per rule when it has several;
+    and with ``against = "all"``, what the earlier stages' bots add."""
     if gate is None or len(gate.rules) == 1:
-        return [_rule_line(gate, margin)]
-    lines = [f"Gate: every one of {len(gate.rules)} rules must pass, on the same episodes:", ""]
-    return lines + [
-        "- " + _rule_line(gate.only(r), margin).removeprefix("Gate: ") for r in gate.rules
-    ]
+        lines = [_rule_line(gate, margin)]
+    else:
+        lines = [f"Gate: every one of {len(gate.rules)} rules must pass, on the same episodes:", ""]
+        lines += [
+            "- " + _rule_line(gate.only(r), margin).removeprefix("Gate: ") for r in gate.rules
+        ]
+    if gate is not None and gate.against == "all":
+        lines += [
+            "",
+            'Against = "all": a candidate that passed also played every earlier stage\'s '
+            "passing bot, and a clear regression against any failed it (their tests share "
+            f"β {gate.beta:g}; a failed attempt's summary below lists each).",
+        ]
+    return lines
 
 
 def _rule_line(gate: GateSettings | None, margin: float) -> str:

@@ -88,6 +88,20 @@ class Summary:
     now: str = ""  # what runs now or what the human must decide
     commands: list[str] = field(default_factory=list)  # the commands to run next, if any
     experiments: list[tuple[str, str]] = field(default_factory=list)  # (experiment, decision)
+    # against = "all": one row per forgetting comparison (FORGETTING_COLUMNS)
+    forgetting: list[list[str]] = field(default_factory=list)
+
+
+FORGETTING_COLUMNS = (
+    "experiment",
+    "against",
+    "bot",
+    "W-L-D / N",
+    "score",
+    "gap (95%)",
+    "test (corrected error rate)",
+    "verdict",
+)
 
 
 def summarise(
@@ -104,6 +118,7 @@ def summarise(
             record = by_id.get(entry.eval_id or "")
             out.rows.append(_row(layout, label, entry, record))
             out.experiments.append((entry.experiment, _decision(entry)))
+            out.forgetting += [_comparison_row(entry, c) for c in entry.comparisons or []]
     out.ladder = ladder(state, config, by_id)
     _next(out, layout, state, config)
     return out
@@ -149,6 +164,30 @@ def _row(layout: Layout, label: str, entry: LogEntry, record: dict[str, Any] | N
     row.wall = wall_time(started, entry.decided_at)
     row.timesteps = f"{steps:,}" if steps is not None else "–"
     return row
+
+
+def _comparison_row(entry: LogEntry, c: dict[str, Any]) -> list[str]:
+    """One forgetting comparison as REPORT.md's cells (text from files stays inert)."""
+    counts = "-".join(str(c.get(k, "?")) for k in ("wins_a", "wins_b", "draws"))
+    gap = c.get("gap_ci95")
+    interval = (
+        f"{signed(float(gap[0]), 2)} to {signed(float(gap[1]), 2)}"
+        if isinstance(gap, list) and len(gap) == 2
+        else "–"
+    )
+    stage = c.get("against_stage")
+    beta = float(c.get("beta", 0))
+    test = f"{c.get('rule')} at β {beta:.3g} (β {c.get('family_beta')} / {c.get('m')})"
+    return [
+        md_text.code(entry.experiment),
+        f"stage {int(stage) + 1}" if isinstance(stage, int) else "?",
+        md_text.code(str(c.get("bot") or "?")),
+        f"{counts} / {c.get('episodes', '?')}",
+        f"{float(c['score']):.3f}" if isinstance(c.get("score"), int | float) else "–",
+        interval,
+        md_text.text(test),
+        md_text.text(str(c.get("verdict"))),
+    ]
 
 
 def _gap(record: dict[str, Any]) -> tuple[float, float]:

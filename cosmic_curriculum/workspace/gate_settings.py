@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 from cosmic_curriculum.defaults import (
     ENV_EVAL_DETERMINISTIC,
     EVAL_EPISODES,
+    GATE_AGAINST,
     GATE_RULE,
     REGRESSION_MARGIN,
     SPRT_ALPHA,
@@ -128,6 +129,12 @@ class GateSettings(BaseModel):
         "sample from their policy (false); an evaluation_command gets it as "
         "COSMIC_CURRICULUM_EVAL_DETERMINISTIC=1 or 0.",
     )
+    against: Literal["previous", "all"] = Field(
+        GATE_AGAINST,
+        description="previous: the candidate plays its reference; all: also every earlier "
+        "stage's passing bot, failing on a clear regression against any (the gate against "
+        "forgetting, its false-fail rate held at beta over those comparisons).",
+    )
     # Declared last: its check reads rule, measure and delta (validated before it).
     target: float | None = Field(
         None,
@@ -159,6 +166,22 @@ class GateSettings(BaseModel):
     @classmethod
     def _floats_accept_ints(cls, value: Any) -> Any:
         return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+    @field_validator("against")
+    @classmethod
+    def _against_needs_head_to_head(cls, value: str, info: ValidationInfo) -> str:
+        rule = info.data.get("rule")
+        if (
+            value == "all"
+            and rule is not None
+            and not any(r in HEAD_TO_HEAD for r in _as_rules(rule))
+        ):
+            raise ValueError(
+                f'against = "all" plays earlier stages\' bots head to head, but rule = '
+                f"{list(_as_rules(rule))} has no head-to-head rule; add one, e.g. "
+                'rule = ["threshold", "sprt"], or set against = "previous"'
+            )
+        return value
 
     @field_validator("target")
     @classmethod
@@ -218,6 +241,8 @@ class GateSettings(BaseModel):
             exclude.add("success_return")
         if "deterministic" not in self.model_fields_set:  # likewise: only when written
             exclude.add("deterministic")
+        if self.against == "previous":  # today's gate, written or not: its hashes stay
+            exclude.add("against")
         return self.model_dump(exclude=exclude)
 
 

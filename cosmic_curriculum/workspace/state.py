@@ -158,6 +158,10 @@ class LogEntry(BaseModel):
     # one (this entry's experiment) has "chosen": true. Its `eval_id` is the evaluation
     # that picked it; the entry's own `eval_id` is the fresh one that decided.
     candidates: list[dict[str, Any]] | None = None
+    # `against = "all"`: each forgetting comparison played, in order: {against_stage,
+    # against_experiment, bot, eval_id, rule, verdict, beta (corrected), family_beta, m,
+    # counts, score, gap_ci95, llr or p_value} (evaluation/forgetting.py).
+    comparisons: list[dict[str, Any]] | None = None
     # The attempt's continuations ({reason, at, checkpoint, launch_id} each); a
     # candidate's are in its own dict of `candidates`.
     continuations: list[dict[str, Any]] | None = None

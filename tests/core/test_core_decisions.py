@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from cosmic_curriculum.core.decisions import judge, record_score
+from cosmic_curriculum.core.decisions import judge, judge_gate, record_score
 from cosmic_curriculum.errors import StateError
 from cosmic_curriculum.workspace.config import GateSettings
 from cosmic_curriculum.workspace.history import validate_record
@@ -102,3 +102,35 @@ def test_a_record_without_wins_ranks_by_its_success_rate_or_mean_return() -> Non
     assert record_score({"episodes": 20, "successes": 15}) == 0.75
     assert record_score({"episodes": 2, "returns": [1.0, 3.0]}) == 2.0
     assert record_score({"wins_a": 3, "wins_b": 1, "draws": 0, "episodes": 4}) == 0.75
+
+
+def _h2h(wa: int, wb: int, d: int, **tags: Any) -> dict[str, Any]:
+    return {"wins_a": wa, "wins_b": wb, "draws": d, "episodes": wa + wb + d} | tags
+
+
+EARLIER = {"against_stage": 0, "against_bot": "bots/s1.json", "comparisons_planned": 2}
+
+
+@pytest.mark.parametrize(
+    ("comparisons", "verdict", "listed", "said"),
+    [
+        (None, "pass", None, "→ pass"),  # against = "previous": the reference alone
+        ([], "pass", None, "→ pass"),
+        ([_h2h(5, 5, 0, **EARLIER)], "pass", ["pass"], "⇒ pass"),
+        # 0-7 is p 2^-7 <= 0.05/2: a clear regression against stage 1 fails the gate
+        ([_h2h(0, 7, 3, **EARLIER)], "fail", ["fail"], "a clear regression against stage 1"),
+    ],
+)
+def test_the_whole_gate_joins_the_reference_and_the_earlier_bots(
+    comparisons: list[dict[str, Any]] | None,
+    verdict: str,
+    listed: list[str] | None,
+    said: str,
+) -> None:
+    margin = GateSettings(against="all")
+    record = _h2h(50, 45, 5)  # passes its reference under the margin rule
+    judged, figures = judge_gate(margin, record, comparisons)
+    assert judged.verdict == verdict and said in judged.summary
+    assert judged.summary.startswith(judge(margin, record).summary)
+    assert judged.figures == judge(margin, record).figures  # the reference's own
+    assert (None if figures is None else [f["verdict"] for f in figures]) == listed

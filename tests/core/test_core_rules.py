@@ -16,6 +16,7 @@ from cosmic_curriculum.core.rules import (
     adopts_appended_record,
     decision_news,
     evaluation_seed,
+    forgetting_opponents,
     fresh_seed,
     notifier_outcome,
     override_ruling,
@@ -154,6 +155,64 @@ def test_own_record(
     records: list[dict[str, Any]], selection: str | None, expected: dict[str, Any] | None
 ) -> None:
     assert own_record(records, S1, T0, selection) == expected
+
+
+VS_1 = record(S1, AFTER, against_stage=0)
+VS_2 = record(S1, AFTER, against_stage=1)
+FRESH_VS_1 = record(S1, AFTER, selection="fresh", candidate_k=1, against_stage=0)
+
+
+@pytest.mark.parametrize(
+    ("records", "selection", "against", "expected"),
+    [
+        ([NEW, VS_1], None, None, NEW),  # a forgetting comparison never stands for it
+        ([NEW, VS_1], None, 0, VS_1),
+        ([NEW, VS_1], None, 1, None),  # not played yet: play it
+        ([VS_1, VS_2], None, 1, VS_2),
+        ([FRESH, FRESH_VS_1], "fresh", 0, FRESH_VS_1),
+        ([FRESH_VS_1], None, 0, None),
+        ([record(S1, BEFORE, against_stage=0)], None, 0, None),  # a curriculum started over
+    ],
+)
+def test_own_record_of_a_forgetting_comparison(
+    records: list[dict[str, Any]],
+    selection: str | None,
+    against: int | None,
+    expected: dict[str, Any] | None,
+) -> None:
+    assert own_record(records, S1, T0, selection, against) == expected
+
+
+def _log(*entries: LogEntry) -> CurriculumState:
+    return CurriculumState(log=list(entries))
+
+
+SKIPPED = LogEntry(stage_index=1, experiment="b", attempt=2, decision="pass", override="skip")
+
+
+@pytest.mark.parametrize(
+    ("state", "stage", "reference", "expected"),
+    [
+        (_log(), 0, "bots/rookie.json", []),
+        (_log(passed(0, "a")), 1, "bots/a.json", []),  # stage 1's bot is the reference
+        (_log(passed(0, "a")), 1, "bots/rookie.json", [(0, "a")]),  # a configured one
+        (_log(passed(0, "a"), passed(1, "b")), 2, "bots/b.json", [(0, "a")]),
+        (_log(passed(0, "a"), passed(1, "b")), 2, "bots/x.json", [(0, "a"), (1, "b")]),
+        # a retried stage: its passing attempt, not the failed one
+        (
+            _log(passed(0, "a"), failed(1, "b", 0), passed(1, "b-r1")),
+            2,
+            "bots/r.json",
+            [(0, "a"), (1, "b-r1")],
+        ),
+        # a stage passed by --skip-to-next-stage: the bot the curriculum went on with
+        (_log(passed(0, "a"), SKIPPED), 2, "bots/r.json", [(0, "a"), (1, "b")]),
+    ],
+)
+def test_forgetting_opponents(
+    state: CurriculumState, stage: int, reference: str, expected: list[tuple[int, str]]
+) -> None:
+    assert forgetting_opponents(state, stage, reference, lambda e: f"bots/{e}.json") == expected
 
 
 @pytest.mark.parametrize(
