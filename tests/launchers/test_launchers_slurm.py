@@ -260,8 +260,13 @@ def test_a_requeued_job_ends_by_the_cluster_and_is_not_run_again(
     assert launcher.ended_by(job) == "REQUEUED"
     again = launcher.attach(job.record())
     assert isinstance(again, SlurmJob) and again.job_id == job.job_id  # found by its name
-    state = slurm_cluster.run("squeue", "-h", "-t", "all", "-j", job.job_id, "-o", "%T")
-    assert state.strip() == "CANCELLED"  # not run a second time from its start
+    # The requeue kills the first run (COMPLETING until it is gone), then the job waits
+    # to start again: cancelled, it never does.
+    deadline = time.monotonic() + 30
+    while (state := slurm_cluster.run("squeue", "-h", "-t", "all", "-j", job.job_id, "-o", "%T")
+           .strip()) == "COMPLETING" and time.monotonic() < deadline:  # fmt: skip
+        time.sleep(0.2)
+    assert state == "CANCELLED"  # not run a second time from its start
     assert log.read_text().count("started") == 1
 
 
