@@ -3,10 +3,10 @@
 # tests start a private one-node cluster (tests/slurm_cluster.py). Does nothing when they
 # are already there; installs only as root with apt-get (CI), else says why not.
 set -euo pipefail
+export PATH="$PATH:/usr/sbin:/sbin"  # the daemons live there; a non-root PATH may lack it
 missing=()
 for command in slurmctld slurmd sbatch munged; do
-    command -v "$command" >/dev/null 2>&1 || PATH="$PATH:/usr/sbin" command -v "$command" \
-        >/dev/null 2>&1 || missing+=("$command")
+    command -v "$command" >/dev/null 2>&1 || missing+=("$command")
 done
 [[ ${#missing[@]} -eq 0 ]] && exit 0
 if [[ $(id -u) -ne 0 ]] || ! command -v apt-get >/dev/null 2>&1; then
