@@ -43,6 +43,29 @@ RAY_DASHBOARD_ADDRESS: Final = "http://127.0.0.1:8265"
 # Each call to the cluster's Jobs API ([launcher] request_timeout): connect, and each wait
 # for the answer's bytes.
 RAY_REQUEST_TIMEOUT_SECONDS: Final = 30.0
+# [launcher] kind = "slurm": seconds before the job's time limit at which Slurm sends the
+# trainer SIGUSR1 (signal_grace; it saves a step checkpoint and exits). Slurm checks the
+# limit about every 30 s, so less than a minute may come late.
+SLURM_SIGNAL_GRACE_SECONDS: Final = 120
+# Each Slurm command (sbatch, squeue, scontrol, sacct, scancel, sinfo): a controller that
+# does not answer in this time is reported, never waited for.
+SLURM_COMMAND_TIMEOUT_SECONDS: Final = 30.0
+# How often `run` asks the controller about each job (scontrol): often enough to follow
+# a job within seconds, rarely enough for a shared controller.
+SLURM_POLL_SECONDS: Final = 2.0
+# How far back a resumed run looks in the cluster's accounting (sacct) for its jobs.
+SLURM_ACCOUNTING_DAYS: Final = 60
+# The workspace probe job of `run`'s preflight: how long it may wait for a node and run.
+SLURM_PROBE_SECONDS: Final = 120.0
+# A job PENDING with one of these reasons is refused by the cluster's limits: it would
+# wait forever (the rest, e.g. Resources or Priority, clear as other jobs end; so does
+# PartitionConfig, a new job's reason until the scheduler first looks at it).
+SLURM_NEVER_CLEARS: Final = (
+    "ReqNodeNotAvail", "PartitionTimeLimit", "PartitionNodeLimit", "PartitionDown",
+    "PartitionInactive", "InvalidQOS", "InvalidAccount", "BadConstraints",
+    "QOSMaxWallDurationPerJobLimit", "AssocMaxWallDurationPerJobLimit", "JobHeldAdmin",
+    "QOSMaxGRESPerJob", "AssocMaxGRESPerJob", "DependencyNeverSatisfied",
+)  # fmt: skip
 # New launches of one training (or candidate) that a time limit or preemption ended
 # ([launcher] max_continuations): each resumes its latest step checkpoint.
 MAX_CONTINUATIONS: Final = 20

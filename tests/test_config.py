@@ -89,7 +89,10 @@ def test_unknown_preset(tmp_path: Path) -> None:
         (ONE_STAGE + "[stages.gate]\nalpha = 3\n", ["stages[0].gate", "alpha"]),
         ("x = [\n", ["not valid TOML"]),
         ("training_command = []\n" + ONE_STAGE, ["training_command"]),
-        (ONE_STAGE + '[launcher]\nkind = "slurm"\n', [":4:", "launcher.kind", "'local' or 'ray'"]),
+        (
+            ONE_STAGE + '[launcher]\nkind = "sge"\n',
+            [":4:", "launcher.kind", "'local', 'ray' or 'slurm'"],
+        ),
         (ONE_STAGE + "[launcher]\nnum_gpus = -1\n", [":4:", "launcher.num_gpus"]),
         (ONE_STAGE + "[launcher]\nmax_parallel = 0\n", [":4:", "launcher.max_parallel"]),
         (

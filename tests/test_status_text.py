@@ -241,3 +241,22 @@ def test_control_characters_from_files_are_shown_escaped_never_sent() -> None:
         assert not any(ch in text for ch in "\x1b\x07")
         assert text.count("\\x1b[2J\\x1b]0;owned\\x07") >= 3  # table, error, blocked, next
     assert status_text.printable("日本 é\nok") == "日本 é\nok"
+
+
+def test_a_slurm_job_and_its_state_are_shown_for_the_flight_and_each_candidate() -> None:
+    flight = {
+        "experiment": "s2",
+        "phase": "training",
+        "interrupted": False,
+        "error": None,
+        "job": "job 42: PENDING (Resources)",
+        "candidates": [
+            {"k": 1, "experiment": "s2-c1", "phase": "training", "job": "job 43: RUNNING on n3"}
+        ],
+    }
+    text = render_status(TWO_STAGES | {"in_flight": flight})
+    assert "in flight: s2 — phase training — Slurm job 42: PENDING (Resources)" in text
+    assert "  c1 s2-c1: training, Slurm job 43: RUNNING on n3" in text
+    live = {"pid": 4242, "since": None, "timesteps": None}
+    running = render_status(TWO_STAGES | {"in_flight": flight, "live": live})
+    assert "  s2: training, Slurm job 42: PENDING (Resources)\n" in running

@@ -3,9 +3,11 @@ error; anything else (a traceback, progress, nothing) is not taken for one."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from cosmic_curriculum.workspace.trainer_log import trainer_error
+from cosmic_curriculum.workspace.trainer_log import slurm_job_line, trainer_error
 
 TRACEBACK = 'Traceback (most recent call last):\n  File "x.py", line 1\nRuntimeError: boom\n'
 
@@ -29,3 +31,23 @@ TRACEBACK = 'Traceback (most recent call last):\n  File "x.py", line 1\nRuntimeE
 )
 def test_trainer_error(tail: str, said: str | None) -> None:
     assert trainer_error(tail) == said
+
+
+@pytest.mark.parametrize(
+    ("log", "shown"),
+    [
+        ("# slurm job 7: submitted as x\n# slurm job 7: RUNNING on n3\n@progress {}\n",
+         "job 7: RUNNING on n3"),
+        ("# slurm job 7: PENDING (Priority)\n", "job 7: PENDING (Priority)"),
+        # an earlier launch's job is not the latest launch's
+        ("# slurm job 7: COMPLETED\n# 2026-01-02T03:04:05+00:00 python train.py\n", None),
+        ("# 2026-01-02T03:04:05+00:00 python train.py\n# slurm job 8: RUNNING on n1\n",
+         "job 8: RUNNING on n1"),
+        ("fake trainer output\n", None),
+    ],
+)  # fmt: skip
+def test_slurm_job_line(tmp_path: Path, log: str, shown: str | None) -> None:
+    path = tmp_path / "x.log"
+    path.write_text(log)
+    assert slurm_job_line(path) == shown
+    assert slurm_job_line(tmp_path / "missing.log") is None

@@ -175,4 +175,8 @@ def make_launcher(config: LauncherConfig, workspace: Path) -> Launcher:
         from cosmic_curriculum.launchers.ray import RayLauncher
 
         return RayLauncher(config)
+    if config.kind == "slurm":
+        from cosmic_curriculum.launchers.slurm import SlurmLauncher
+
+        return SlurmLauncher(config)
     return LocalLauncher(config.env)

@@ -17,7 +17,7 @@ from cosmic_curriculum.reports.review import attempt_row
 from cosmic_curriculum.scoring import signed
 from cosmic_curriculum.workspace import history
 from cosmic_curriculum.workspace.layout import HISTORY_FILE, STATE_FILE, Layout
-from cosmic_curriculum.workspace.trainer_log import latest_progress
+from cosmic_curriculum.workspace.trainer_log import latest_progress, slurm_job_line
 
 if TYPE_CHECKING:  # the models import pydantic: `status` loads them only on a cache miss
     from cosmic_curriculum.workspace.config import CurriculumConfig
@@ -212,13 +212,17 @@ def add_flight_facts(data: dict[str, Any], ws: Path) -> dict[str, Any]:
         if stage["index"] == flight["stage_index"]:
             row = flight_trend(flight["experiment"], flight["attempt"], flight["phase"], paths.logs)
             stage["trend"].append(row)
+    # A Slurm job's id and state ("job 42: PENDING (Resources)"), from the line the
+    # launcher writes into the log at each change: status asks the cluster nothing.
     if flight["phase"] == "training" and not flight.get("candidates"):
         progress = latest_progress(paths.log(flight["experiment"]))
         flight["last_progress"] = progress or flight["last_progress"]
+        flight["job"] = slurm_job_line(paths.log(flight["experiment"]))
     for candidate in flight.get("candidates") or []:
         if candidate["phase"] == "training":
             progress = latest_progress(paths.log(candidate["experiment"]))
             candidate["last_progress"] = progress or candidate["last_progress"]
+            candidate["job"] = slurm_job_line(paths.log(candidate["experiment"]))
     return data
 
 

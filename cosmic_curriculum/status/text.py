@@ -207,6 +207,8 @@ def live_lines(live: dict[str, Any], flight: dict[str, Any] | None) -> list[str]
             doing += f", {progress_text(live)}"
         if flight.get("continuations"):
             doing += f", {continued_note(flight['continuations'])}"
+        if flight.get("job"):
+            doing += f", Slurm {flight['job']}"
         lines.append(doing)
     return lines
 
@@ -223,6 +225,8 @@ def in_flight_line(flight: dict[str, Any]) -> str:
         text += f" — {progress.get('timesteps', 0):,}/{progress.get('total', 0):,} steps"
     if flight.get("continuations"):
         text += f" — {continued_note(flight['continuations'])}"
+    if flight.get("job"):
+        text += f" — Slurm {flight['job']}"
     return text
 
 
@@ -236,6 +240,8 @@ def candidate_line(candidate: dict[str, Any]) -> str:
         text += f", score {candidate['score']:.3f}"
     if candidate.get("continuations"):
         text += f", {continued_note(candidate['continuations'])}"
+    if candidate.get("job"):
+        text += f", Slurm {candidate['job']}"
     if candidate.get("chosen"):
         text += " (chosen; its fresh re-evaluation decides)"
     if candidate.get("error"):

@@ -46,6 +46,7 @@ from cosmic_curriculum.defaults import (
     RAY_REQUEST_TIMEOUT_SECONDS,
     REFERENCE_BOT,
     REGRESSION_MARGIN,
+    SLURM_SIGNAL_GRACE_SECONDS,
     STAGE_TIMESTEPS,
     STANDING_ARGS,
     TRAINING_COMMAND,
@@ -191,35 +192,39 @@ class StageConfig(_Strict):
 
 
 class LauncherConfig(_Strict):
-    """Where trainings run (`[launcher]`): this machine, or a Ray cluster (docs/SCALING.md).
+    """Where trainings run (`[launcher]`): this machine, a Ray cluster or Slurm jobs
+    (docs/SCALING.md); the launcher's own keys are checked by config_checks.
 
-    ``address``: the Ray dashboard (Jobs API); empty: ``RAY_ADDRESS``, then a local ``ray
-    start --head`` (``http://127.0.0.1:8265``), never a cluster started silently. ``num_gpus``,
-    ``num_cpus``, ``memory`` (bytes): what each training asks for; ``env``: its extra
-    environment (either launcher); ``request_timeout``: per call; ``max_continuations``: the
-    relaunches of one training that a time limit or preemption ended (docs/SCALING.md)."""
+    ray: ``address`` (the dashboard; empty: ``RAY_ADDRESS``, then ``http://127.0.0.1:8265``,
+    never a cluster started silently), ``num_gpus``, ``num_cpus``, ``memory`` (bytes),
+    ``request_timeout`` per call. slurm: sbatch's ``partition`` ... ``time`` and
+    ``sbatch_args`` for each job, ``signal_grace``. ``env``: each training's extra environment
+    variables (every launcher). ``max_continuations``: the relaunches of one training that a
+    time limit or preemption ended (docs/SCALING.md).
+    """
 
-    kind: Literal["local", "ray"] = LAUNCHER_KIND
+    kind: Literal["local", "ray", "slurm"] = LAUNCHER_KIND
     address: Arg | None = None
     num_gpus: Float = Field(RAY_NUM_GPUS, ge=0.0)
     num_cpus: Float = Field(RAY_NUM_CPUS, ge=0.0)
     memory: int | None = Field(None, gt=0)
     env: dict[str, Arg] = Field(default_factory=dict)
     request_timeout: RaySeconds = RAY_REQUEST_TIMEOUT_SECONDS
+    partition: Arg | None = None
+    account: Arg | None = None
+    qos: Arg | None = None
+    constraint: Arg | None = None
+    gres: Arg | None = None  # "gpu:1"; or gpus = 1
+    gpus: int | None = Field(None, ge=1)
+    cpus_per_task: int | None = Field(None, ge=1)
+    mem: Arg | None = None  # "32G"
+    time: Arg | None = None  # "24:00:00": the job's limit (longer trainings continue)
+    sbatch_args: list[Arg] = Field(default_factory=list)
+    signal_grace: int = Field(SLURM_SIGNAL_GRACE_SECONDS, ge=1, le=65535)
     max_parallel: int | None = Field(None, ge=1)
     max_continuations: int = Field(MAX_CONTINUATIONS, ge=0)
-    # The evaluation_command as a Ray Job too (the built-in evaluator always runs here).
+    # The evaluation_command as a cluster job too (the built-in evaluator always runs here).
     evaluate_remote: bool = False
-
-    @field_validator("evaluate_remote")
-    @classmethod
-    def _remote_needs_ray(cls, value: bool, info: ValidationInfo) -> bool:
-        if value and info.data.get("kind") != "ray":
-            raise ValueError(
-                "evaluate_remote = true sends the evaluation_command to a Ray cluster: it "
-                'needs kind = "ray" (or set evaluate_remote = false)'
-            )
-        return value
 
 
 class CurriculumConfig(_Strict):
@@ -249,7 +254,7 @@ class CurriculumConfig(_Strict):
 
     @model_validator(mode="after")
     def _whole_file_checks(self) -> CurriculumConfig:
-        # The trainer tables, owned flags, name lengths, the launcher's address and env.
+        # The trainer tables, owned flags, name lengths, the launcher's keys and env.
         from cosmic_curriculum.workspace.config_checks import check_whole_config
 
         check_whole_config(self)
@@ -263,19 +268,6 @@ class CurriculumConfig(_Strict):
                 top = "eval_episodes" if key == "episodes" else key
                 raise ValueError(f"set '{top}' at the top level of the file, not in [gate]")
         GateSettings(**value)
-        return value
-
-    @field_validator("launcher")
-    @classmethod
-    def _remote_evaluation_needs_a_command(
-        cls, value: LauncherConfig, info: ValidationInfo
-    ) -> LauncherConfig:
-        if value.evaluate_remote and not info.data.get("evaluation_command"):
-            raise ValueError(
-                "evaluate_remote = true needs an evaluation_command: the built-in evaluator "
-                "always runs on this machine (it takes about a second); set one or remove "
-                "evaluate_remote"
-            )
         return value
 
     @field_validator("stages")

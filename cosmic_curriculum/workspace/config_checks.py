@@ -91,14 +91,19 @@ def _error(loc: tuple[str | int, ...], message: str) -> ValidationError:
 
 
 def check_whole_config(config: CurriculumConfig) -> None:
-    """Raise a ValidationError at the first owned flag, overlong stage name, address that
-    is not a dashboard's or [launcher.env] name that is not the user's to set (and the
-    trainer tables, whose module loads only for a file that has one)."""
+    """Raise a ValidationError at the first owned flag, overlong stage name, [launcher]
+    problem (launcher_checks), address that is not a dashboard's or [launcher.env] name
+    that is not the user's to set (and the trainer tables, whose module loads only for a
+    file that has one)."""
     if config.trainer is not None or any(s.trainer is not None for s in config.stages):
         from cosmic_curriculum.workspace.trainer_config import check_trainer_stages
 
         check_trainer_stages(config)
+    from cosmic_curriculum.workspace.launcher_checks import launcher_problem
+
     launcher = config.launcher
+    if (found := launcher_problem(config)) is not None:
+        raise _error(*found)
     problem = launcher.address and dashboard_address_problem(launcher.address)
     if problem:
         raise _error(("launcher", "address"), f"{problem} (got {launcher.address!r})")

@@ -6,6 +6,7 @@ Read by `status`, the trends and REPORT.md, so nothing heavy is imported here.
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Sequence
 from datetime import datetime
@@ -18,6 +19,9 @@ from cosmic_curriculum.system.processes import tail_text
 HEADER_BYTES = 4096  # a launch header is one line of the command: this covers any sane one
 # How cosmic-curriculum's commands (and any trainer that follows them) say their last word.
 ERROR_PREFIX = "error: "
+# The Slurm launcher's line for each state change of a job ("# slurm job 42: RUNNING on n3").
+SLURM_LINE = "# slurm job "
+_HEADER_RE = re.compile(r"# \d{4}-\d\d-\d\dT")  # launch_header's start
 
 
 def launch_header(now: str, argv: Sequence[str]) -> str:
@@ -57,4 +61,15 @@ def trainer_error(tail: str) -> str | None:
     lines = [line.strip() for line in tail.splitlines() if line.strip()]
     if lines and lines[-1].startswith(ERROR_PREFIX):
         return lines[-1][len(ERROR_PREFIX) :].strip() or None
+    return None
+
+
+def slurm_job_line(log: Path) -> str | None:
+    """The last Slurm job state line of the log's latest launch ("job 42: RUNNING on n3"),
+    else None (an earlier launch's job is not this one's)."""
+    for line in reversed(tail_text(log, lines=200, max_bytes=65536).splitlines()):
+        if line.startswith(SLURM_LINE):
+            return "job " + line[len(SLURM_LINE) :].strip()
+        if _HEADER_RE.match(line):
+            return None
     return None
