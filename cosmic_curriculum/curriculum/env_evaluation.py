@@ -8,10 +8,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from cosmic_curriculum.core import transitions as t
 from cosmic_curriculum.curriculum.context import Run
 from cosmic_curriculum.curriculum.resume import BuiltinBot, Reference, reference_label
-from cosmic_curriculum.errors import BotError, EvaluationFailedError
+from cosmic_curriculum.errors import BotError
 from cosmic_curriculum.evaluation.gate import GateSettings
 
 
@@ -30,7 +29,6 @@ def env_evaluation(
     gate has decided: any rule failed, or all passed)."""
     from cosmic_curriculum.envs.evaluate import RANDOM, evaluate_env
     from cosmic_curriculum.envs.evaluate import Reference as EnvReference
-    from cosmic_curriculum.errors import EvaluationError
     from cosmic_curriculum.evaluation.gate import decide
 
     # a program plays with the env's spaces (envs/program_player.py)
@@ -55,20 +53,15 @@ def env_evaluation(
         return verdict != "continue"
 
     labels = {"candidate": run.rel(candidate), "reference": reference_label(run, reference)}
-    try:
-        return evaluate_env(
-            candidate,
-            played,
-            history_path=run.paths.history,
-            episodes=episodes,
-            seed=seed,
-            success_return=settings.success_return,
-            deterministic=settings.deterministic,
-            stop=None if settings.rules == ("margin",) else decided,
-            on_progress=progress,
-            extra={**extra, **labels},
-        )
-    except EvaluationError as exc:
-        run.record(t.EvaluationFailed(str(exc), k))
-        fault = f"evaluation failed, no record was written: {exc}"
-        raise EvaluationFailedError(run.rel(candidate), fault, run.command()) from None
+    return evaluate_env(
+        candidate,
+        played,
+        history_path=run.paths.history,
+        episodes=episodes,
+        seed=seed,
+        success_return=settings.success_return,
+        deterministic=settings.deterministic,
+        stop=None if settings.rules == ("margin",) else decided,
+        on_progress=progress,
+        extra={**extra, **labels},
+    )

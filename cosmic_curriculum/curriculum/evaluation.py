@@ -7,6 +7,7 @@ this attempt already wrote (before a crash) is adopted instead of evaluating aga
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,7 @@ from cosmic_curriculum.curriculum.resume import (
     uses_env_evaluator,
     uses_game_evaluator,
 )
-from cosmic_curriculum.errors import BotError, EvaluationFailedError
+from cosmic_curriculum.errors import BotError, EvaluationError, EvaluationFailedError
 from cosmic_curriculum.evaluation.gate import GateSettings
 from cosmic_curriculum.launchers import Handle, LaunchError, TrainerRecord, watch
 from cosmic_curriculum.launchers.local import LocalLauncher
@@ -239,14 +240,18 @@ def _play(
     def progress(played: int, planned: int) -> None:
         run.reporter.evaluation_progress(shown, {"episodes": played, "planned": planned})
 
+    builtin: Callable[..., dict[str, Any]] | None = None
     if uses_env_evaluator(run, flight.stage_index):
-        from cosmic_curriculum.curriculum.env_evaluation import env_evaluation
-
-        return env_evaluation(run, candidate, reference, settings, seed, progress, extra, k)
-    if uses_game_evaluator(run, flight.stage_index):
-        from cosmic_curriculum.curriculum.game_evaluation import game_evaluation
-
-        return game_evaluation(run, candidate, reference, settings, seed, progress, extra, k)
+        from cosmic_curriculum.curriculum.env_evaluation import env_evaluation as builtin
+    elif uses_game_evaluator(run, flight.stage_index):
+        from cosmic_curriculum.curriculum.game_evaluation import game_evaluation as builtin
+    if builtin is not None:
+        try:
+            return builtin(run, candidate, reference, settings, seed, progress, extra, k)
+        except EvaluationError as exc:  # the env or game failed: no record was written
+            run.record(t.EvaluationFailed(str(exc), k))
+            fault = f"evaluation failed, no record was written: {exc}"
+            raise EvaluationFailedError(run.rel(candidate), fault, run.command()) from None
     if isinstance(reference, BuiltinBot):  # preflight refuses it for the arena
         raise BotError(f"reference {reference} plays Gymnasium and PettingZoo stages only")
     from cosmic_curriculum.evaluation.evaluate import run_evaluation

@@ -12,11 +12,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from cosmic_curriculum.core import transitions as t
 from cosmic_curriculum.curriculum.context import Run
 from cosmic_curriculum.curriculum.resume import BuiltinBot, Reference, reference_label
 from cosmic_curriculum.defaults import GAME_EVAL_DETERMINISTIC
-from cosmic_curriculum.errors import EvaluationError, EvaluationFailedError
 from cosmic_curriculum.evaluation.gate import GateSettings
 
 
@@ -76,20 +74,15 @@ def game_evaluation(
     played = reference.name if isinstance(reference, BuiltinBot) else reference
     episodes, decided, gate_of = gate_calls(settings)
     labels = {"candidate": run.rel(candidate), "reference": reference_label(run, reference)}
-    try:
-        return evaluate_game(
-            candidate,
-            played,
-            history_path=run.paths.history,
-            episodes=episodes,
-            seed=seed,
-            deterministic=game_deterministic(settings),
-            decided=decided,
-            gate_of=gate_of,
-            on_progress=progress,
-            extra={**extra, **labels},
-        )
-    except EvaluationError as exc:
-        run.record(t.EvaluationFailed(str(exc), k))
-        fault = f"evaluation failed, no record was written: {exc}"
-        raise EvaluationFailedError(run.rel(candidate), fault, run.command()) from None
+    return evaluate_game(
+        candidate,
+        played,
+        history_path=run.paths.history,
+        episodes=episodes,
+        seed=seed,
+        deterministic=game_deterministic(settings),
+        decided=decided,
+        gate_of=gate_of,
+        on_progress=progress,
+        extra={**extra, **labels},
+    )
