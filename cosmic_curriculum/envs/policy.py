@@ -84,6 +84,7 @@ class EnvBot:
     log_std_layer: LogStdLayer | None = None  # SAC's state-dependent log-std
     conv: tuple[ConvLayer, ...] = ()  # an image's convolutions, before ``layers``
     branches: tuple[Branch, ...] = ()  # a Dict's image keys, each through its own CNN
+    action_mask: bool = False  # a pettingzoo game's legal moves: illegal logits are -inf
 
     def features(self, obs: Any) -> FloatArray:
         """A batch of observations (a dict of batches for a Dict space) as the network's
@@ -118,9 +119,16 @@ class EnvBot:
         return self.hidden_and_outputs(obs)[1]
 
     def act(
-        self, obs: Any, deterministic: bool = True, rng: np.random.Generator | None = None
+        self,
+        obs: Any,
+        deterministic: bool = True,
+        rng: np.random.Generator | None = None,
+        mask: NDArray[Any] | None = None,
     ) -> NDArray[Any]:
         """Actions for a batch of observations: Discrete (batch,) ints, Box (batch, *shape).
+
+        ``mask`` (batch, n) of legal moves: a masked bot (``action_mask``) never picks an
+        illegal one (its logits are -inf before argmax or sampling); others ignore it.
 
         ``deterministic=False`` samples as SB3 does (softmax of the logits, or the mean plus
         Gaussian noise of ``log_std`` or ``log_std_layer``); a Q head, or an actor without
@@ -130,6 +138,9 @@ class EnvBot:
         hidden, out = self.hidden_and_outputs(obs)
         space = self.action_space
         generator = rng if rng is not None else np.random.default_rng()
+        if space.kind == "Discrete" and self.action_mask and mask is not None:
+            greedy = deterministic or self.head == "q"
+            return masked_choice(out, mask, greedy, generator) + space.start
         if space.kind == "Discrete":
             if deterministic or self.head == "q":
                 return np.argmax(out, axis=1) + space.start
@@ -172,7 +183,36 @@ class EnvBot:
             },
             "obs_norm": None if self.obs_norm is None else self.obs_norm.to_json(),
             "provenance": self.provenance or {},
+            **({"action_mask": True} if self.action_mask else {}),
         }
+
+
+def masked_choice(
+    out: FloatArray, mask: NDArray[Any], greedy: bool, rng: np.random.Generator
+) -> NDArray[Any]:
+    """The argmax, or a softmax sample, of ``out`` over the legal moves of ``mask`` only.
+
+    A row with no legal move is a :class:`BotError` (the game asks for a move it forbids).
+    """
+    legal = np.asarray(mask).astype(bool).reshape(out.shape[0], -1)
+    if legal.shape != out.shape:
+        raise BotError(f"an action mask of {legal.shape[1]} moves for a bot of {out.shape[1]}")
+    empty = np.flatnonzero(~legal.any(axis=1))
+    if empty.size:
+        raise BotError(
+            f"the game's action mask allows no move (game {int(empty[0])} of the batch); "
+            "a game must allow a move whenever it asks for one"
+        )
+    logits = np.where(legal, out, -np.inf)
+    if greedy:
+        return np.argmax(logits, axis=1)
+    shifted = np.exp(logits - logits.max(axis=1, keepdims=True))  # illegal: exactly 0
+    cumulative = shifted.cumsum(axis=1)
+    draws = rng.random((out.shape[0], 1)) * cumulative[:, -1:]
+    # The first move whose cumulative weight exceeds the draw has weight > 0: it is legal
+    # (a draw rounded up to the total: the last legal move).
+    last_legal = out.shape[1] - 1 - np.argmax(legal[:, ::-1], axis=1)
+    return np.minimum((cumulative <= draws).sum(axis=1), last_legal)
 
 
 def save_env_bot(bot: EnvBot, path: Path) -> None:
@@ -259,6 +299,13 @@ def parse_env_bot(document: Any) -> EnvBot:
         ):
             raise ValueError("policy.squash needs a Box action_space with finite bounds")
     log_std_layer = _log_std_layer(policy.get("log_std_layer"), layers, action_space, log_std)
+    action_mask = document.get("action_mask", False)
+    if not isinstance(action_mask, bool):
+        raise ValueError(f"action_mask must be true or false, got {action_mask!r}")
+    if action_mask and (env.kind != "pettingzoo" or action_space.kind != "Discrete"):
+        raise ValueError(
+            "action_mask needs an env of kind 'pettingzoo' and a Discrete action_space"
+        )
     return EnvBot(
         env,
         obs_space,
@@ -273,6 +320,7 @@ def parse_env_bot(document: Any) -> EnvBot:
         log_std_layer,
         conv,
         branches,
+        action_mask,
     )
 
 
