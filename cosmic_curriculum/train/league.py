@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 
@@ -106,7 +106,7 @@ def pfsp_weights(
 
 def _generator(rng: Mapping[str, Any]) -> tuple[np.random.Generator, np.random.PCG64]:
     bits = np.random.PCG64()
-    bits.state = dict(rng)
+    bits.state = cast(Any, dict(rng))  # numpy's TypedDict: the file's plain dict
     return np.random.Generator(bits), bits
 
 
