@@ -60,6 +60,21 @@ ENV_EVAL_BATCH: Final = 16
 # action (True) or sample from the policy ([gate] deterministic = false): a policy that
 # needs its noise, e.g. a greedy DoorKey policy stuck in a loop, passes only sampled.
 ENV_EVAL_DETERMINISTIC: Final = True
+
+# --- PettingZoo games (the seat-swapped game evaluator, `random` and `search:N`) -------
+
+# Moves a game may take before it is cut and counted a draw (the record says how many
+# were): a game that never ends must not hang a run.
+GAME_MAX_MOVES: Final = 10_000
+# Games the game evaluator steps in lockstep (one batched forward per bot per move).
+GAME_EVAL_BATCH: Final = 64
+# A game's bots sample their moves unless the gate says `deterministic = true`: two
+# greedy policies on a game without chance would replay one game in every pair.
+GAME_EVAL_DETERMINISTIC: Final = False
+# The deepest `search:N` reference (a full tic-tac-toe is 9; connect four's depth 4 takes
+# a few tenths of a second a move).
+SEARCH_MAX_DEPTH: Final = 12
+
 # `train-env` ([trainer] in stages.toml): the SB3 algorithm, envs stepped side by side,
 # timesteps between step_<n>.zip checkpoints, step checkpoints kept, seconds between
 # @progress lines.
