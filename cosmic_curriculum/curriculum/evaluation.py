@@ -29,6 +29,7 @@ from cosmic_curriculum.curriculum.resume import (
     reference_label,
     stopped_by_interrupt,
     uses_env_evaluator,
+    uses_game_evaluator,
 )
 from cosmic_curriculum.errors import BotError, EvaluationFailedError
 from cosmic_curriculum.evaluation.gate import GateSettings
@@ -226,8 +227,12 @@ def _play(
 
     if uses_env_evaluator(run, flight.stage_index):
         return _env_evaluation(run, candidate, reference, settings, seed, progress, extra, k)
+    if uses_game_evaluator(run, flight.stage_index):
+        from cosmic_curriculum.curriculum.game_evaluation import game_evaluation
+
+        return game_evaluation(run, candidate, reference, settings, seed, progress, extra, k)
     if isinstance(reference, BuiltinBot):  # preflight refuses it for the arena
-        raise BotError(f"reference {reference} plays Gymnasium stages only")
+        raise BotError(f"reference {reference} plays Gymnasium and PettingZoo stages only")
     from cosmic_curriculum.evaluation.evaluate import run_evaluation
 
     return run_evaluation(
@@ -258,12 +263,12 @@ def _env_evaluation(
     from cosmic_curriculum.errors import EvaluationError
     from cosmic_curriculum.evaluation.gate import decide
 
-    if isinstance(reference, BuiltinBot):
+    if isinstance(reference, BuiltinBot) and reference.name == RANDOM:
         played: Path | str = RANDOM
     elif isinstance(reference, Path):
         played = reference
-    else:
-        raise BotError(f"reference {reference}: a program cannot play a Gymnasium stage")
+    else:  # preflight refuses search:N for a Gymnasium stage
+        raise BotError(f"reference {reference}: it cannot play a Gymnasium stage")
     episodes = settings.planned_episodes
 
     def decided(counts: dict[str, Any]) -> bool:

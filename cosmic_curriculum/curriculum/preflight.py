@@ -313,11 +313,13 @@ def _preflight_commands(run: Run) -> None:
     i = run.state.stage_index
     reference = reference_for(run, i)
     if isinstance(reference, BuiltinBot):
-        if config.stage_env(i).kind == "arena":
+        kind = config.stage_env(i).kind
+        if kind == "arena" or (kind == "gymnasium" and reference.name != "random"):
+            plays = "PettingZoo" if kind == "gymnasium" else "Gymnasium and PettingZoo"
             raise ConfigError(
-                f"{run.config_path}: reference_bot of stage {i + 1} is {{builtin = "
-                f'"{reference.name}"}}, which plays Gymnasium stages only; name an arena bot '
-                'file instead, e.g. reference_bot = "bots/rookie.json"'
+                f"{run.config_path}: reference_bot of stage {i + 1} is builtin "
+                f"{reference.name!r}, which plays {plays} stages only; name a bot file "
+                'instead (the arena: e.g. reference_bot = "bots/rookie.json")'
             )
     elif not isinstance(reference, Path):  # a program: no file, but its handshake
         check_exec_reference(run, reference, i)

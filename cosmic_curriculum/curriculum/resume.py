@@ -30,7 +30,8 @@ BUILTIN_PREFIX = "builtin:"
 
 @dataclass(frozen=True)
 class BuiltinBot:
-    """``reference_bot = {builtin = "random"}``, recorded as ``builtin:random``."""
+    """``reference_bot = {builtin = "random"}``, recorded as ``builtin:random``; ``{builtin
+    = "search", depth = N}`` as ``builtin:search:N``."""
 
     name: str
 
@@ -52,6 +53,12 @@ def uses_env_evaluator(run: Run, stage_index: int) -> bool:
     return uses_default_evaluator(run) and gymnasium
 
 
+def uses_game_evaluator(run: Run, stage_index: int) -> bool:
+    """The built-in seat-swapped evaluator of PettingZoo games plays this stage."""
+    game = run.config.stage_env(stage_index).kind == "pettingzoo"
+    return uses_default_evaluator(run) and game
+
+
 def validate_bot(
     run: Run,
     path: Path,
@@ -63,7 +70,7 @@ def validate_bot(
     if not path.is_file():
         raise ConfigError(f"{path}: {what} not found; {fix}")
     index = run.state.stage_index if stage_index is None else stage_index
-    if uses_env_evaluator(run, index):
+    if uses_env_evaluator(run, index) or uses_game_evaluator(run, index):
         from cosmic_curriculum.envs.policy import load_env_bot
 
         load_env_bot(path)
@@ -96,7 +103,8 @@ def reference_for(run: Run, stage_index: int) -> Reference:
     the workspace), or a builtin bot."""
     configured = run.config.stage_reference(stage_index)
     if isinstance(configured, BuiltinReference):
-        return BuiltinBot(configured.builtin)
+        depth = configured.depth
+        return BuiltinBot(configured.builtin if depth is None else f"search:{depth}")
     if isinstance(configured, ExecReference):
         from cosmic_curriculum.bots.external import ExecSpec
 

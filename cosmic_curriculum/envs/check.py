@@ -1,5 +1,5 @@
-"""Every stage's environment, checked before any training: the kinds that exist, a budget
-of its own, a Gymnasium env that builds, and the same spaces from stage to stage (a stage
+"""Every stage's environment, checked before any training: a budget of its own, a
+Gymnasium env or a PettingZoo game that builds, and the same spaces from stage to stage (a stage
 warm-starts from the previous stage's checkpoint, whose policy has the previous spaces);
 and the trainer of each stage `train-env` trains (envs/algos.py), which must keep the
 algorithm, the policy's layers and observation normalization from stage to stage."""
@@ -28,11 +28,6 @@ def check_stage_envs(
         stage, spec = config.stages[i], config.stage_env(i)
         label = f"stage {i + 1} {stage.name}"
         where = f"{config.path}: {label}"
-        if spec.kind == "pettingzoo":
-            raise ConfigError(
-                f"{where}: env.kind 'pettingzoo' is not built yet; use a single-agent "
-                'kind = "gymnasium" env (or kind = "arena") for now'
-            )
         budget_set = stage.timesteps is not None or "timesteps" in config.defaults.model_fields_set
         if spec.kind != "arena" and not (budget_set or timesteps_given):
             raise ConfigError(
@@ -48,10 +43,19 @@ def check_stage_envs(
                 found = spaces(spec)
             except ConfigError as exc:
                 raise ConfigError(f"{where}: {exc}") from None
+        elif spec.kind == "pettingzoo":
+            from cosmic_curriculum.envs.pettingzoo import game_info
+
+            try:
+                info = game_info(spec)  # built once: a bad game is one line now
+            except ConfigError as exc:
+                raise ConfigError(f"{where}: {exc}") from None
+            found = (info.observation_space, info.action_space)
         if previous is not None:
             _same_as_previous(where, previous, spec.kind, found)
         previous = (label, spec.kind, found)
-        if root is not None and found is not None and config.builtin_env_trainer(i):
+        gymnasium = spec.kind == "gymnasium"  # a game's trainer checks its own settings
+        if root is not None and gymnasium and found is not None and config.builtin_env_trainer(i):
             trainer = stage_trainer(config, i, root)
             _check_trainer(where, trainer, spec, found, trained)
             trained = (label, trainer)

@@ -50,7 +50,13 @@ from cosmic_curriculum.defaults import (
     TRAINING_COMMAND,
     seconds_problem,
 )
-from cosmic_curriculum.workspace.env_config import EnvOverride, EnvSpec, check_envs, merged_env
+from cosmic_curriculum.workspace.env_config import (
+    BuiltinReference,
+    EnvOverride,
+    EnvSpec,
+    check_envs,
+    merged_env,
+)
 
 # Re-exported: the config's readers name the gate's settings from here.
 from cosmic_curriculum.workspace.gate_settings import GateSettings as GateSettings
@@ -130,16 +136,6 @@ class ExecReference(_Strict):
     def definition(self) -> dict[str, Any]:
         """What identifies this reference in the stage definitions (config hash)."""
         return {"exec": list(self.exec)}
-
-
-class BuiltinReference(_Strict):
-    """``reference_bot = {builtin = "random"}``: uniformly random actions over the stage's
-    action space (Gymnasium stages; the arena refuses it at preflight)."""
-
-    builtin: Literal["random"]
-
-    def definition(self) -> dict[str, Any]:
-        return {"builtin": self.builtin}
 
 
 def _reference_kind(value: Any) -> str:

@@ -4,7 +4,8 @@
 trainer. ``"gymnasium"`` is a registered Gymnasium environment, built as
 ``gymnasium.make(id, **kwargs)`` after importing ``imports`` (modules that register
 ``id``), then wrapped by each of ``wrappers`` in order (``wrapper(env, **kwargs)``).
-``"pettingzoo"`` is accepted here and refused before training (not built yet).
+``"pettingzoo"`` is a two-player PettingZoo game: ``id`` names its module (which has
+``env()`` or ``parallel_env()``), called with ``kwargs`` (envs/pettingzoo.py).
 
 A stage's ``env`` replaces whole keys of ``[env]`` (``kwargs`` too: it is not merged key by
 key), so a stage reads as the complete environment it trains in. docs/ENVIRONMENTS.md is
@@ -17,9 +18,9 @@ import json
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from cosmic_curriculum.defaults import ENV_KIND
+from cosmic_curriculum.defaults import ENV_KIND, SEARCH_MAX_DEPTH
 
 EnvKind = Literal["arena", "gymnasium", "pettingzoo"]
 
@@ -132,3 +133,23 @@ def check_env(spec: EnvSpec) -> EnvSpec:
             'add id, e.g. id = "CartPole-v1"'
         )
     return spec
+
+
+class BuiltinReference(BaseModel):
+    """``reference_bot = {builtin = "random"}``: uniform over the actions (a game's legal
+    ones); ``{builtin = "search", depth = N}``: depth-N alpha-beta over a pettingzoo game's
+    states. The built-in players of the env kinds (the arena refuses both at preflight)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    builtin: Literal["random", "search"]
+    depth: int | None = Field(None, ge=1, le=SEARCH_MAX_DEPTH)
+
+    @model_validator(mode="after")
+    def _depth_of_search(self) -> BuiltinReference:
+        if (self.depth is None) == (self.builtin == "search"):
+            raise ValueError('depth belongs to, and is needed by, {builtin = "search", depth = 2}')
+        return self
+
+    def definition(self) -> dict[str, Any]:
+        return {"builtin": self.builtin} | ({} if self.depth is None else {"depth": self.depth})

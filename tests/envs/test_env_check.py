@@ -108,10 +108,18 @@ def test_a_kind_that_changes_between_stages(tmp_path: Path) -> None:
     assert "stage 2 b: env.kind 'gymnasium' follows stage 1 a's 'arena'" in message
 
 
-def test_pettingzoo_is_refused_before_training(tmp_path: Path) -> None:
-    text = LAKE.replace('"gymnasium"', '"pettingzoo"') + '[[stages]]\nname = "a"\n'
-    message = problem(tmp_path, text)
-    assert "stage 1 a: env.kind 'pettingzoo' is not built yet" in message
+def test_a_pettingzoo_game_is_built_and_checked_before_training(tmp_path: Path) -> None:
+    pytest.importorskip("pettingzoo")
+    game = '[env]\nkind = "pettingzoo"\nid = "pettingzoo.classic.tictactoe_v3"\n'
+    game += "[defaults]\ntimesteps = 1000\n"
+    passes(tmp_path, game + '[[stages]]\nname = "a"\n[[stages]]\nname = "b"\n')
+    typo = game.replace("tictactoe_v3", "tictactoe_v2") + '[[stages]]\nname = "a"\n'
+    message = problem(tmp_path, typo)
+    assert "stage 1 a: env.id 'pettingzoo.classic.tictactoe_v2': no such module" in message
+    assert "did you mean 'pettingzoo.classic.tictactoe_v3'" in message
+    other = '[[stages]]\nname = "b"\nenv = {id = "pettingzoo.classic.connect_four_v3"}\n'
+    message = problem(tmp_path, game + '[[stages]]\nname = "a"\n' + other)
+    assert "stage 2 b: env observation space Box(0, 1, (6, 7, 2), int8) differs" in message
 
 
 def test_a_non_arena_stage_needs_its_own_budget(tmp_path: Path) -> None:

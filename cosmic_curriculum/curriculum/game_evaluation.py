@@ -1,0 +1,98 @@
+"""The built-in evaluation of a PettingZoo stage: seat-swapped pairs of games
+(envs/game_evaluate.py) judged by the stage's gate, which may stop after any pair.
+
+The gate's ``deterministic`` is the bots' greedy play only when the stage's gate sets it:
+a game's default is to sample (two greedy policies would replay one game in every pair).
+The decision the gate reached is the record's ``gate`` (pentanomial SPRT on the pairs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from cosmic_curriculum.core import transitions as t
+from cosmic_curriculum.curriculum.context import Run
+from cosmic_curriculum.curriculum.resume import BuiltinBot, Reference, reference_label
+from cosmic_curriculum.defaults import GAME_EVAL_DETERMINISTIC
+from cosmic_curriculum.errors import BotError, EvaluationError, EvaluationFailedError
+from cosmic_curriculum.evaluation.gate import GateSettings
+
+
+def game_deterministic(settings: GateSettings) -> bool:
+    """Greedy play when the gate says so, else the games' default (sampled)."""
+    if "deterministic" in settings.model_fields_set:
+        return settings.deterministic
+    return GAME_EVAL_DETERMINISTIC
+
+
+def game_evaluation(
+    run: Run,
+    candidate: Path,
+    reference: Reference,
+    settings: GateSettings,
+    seed: int,
+    progress: Callable[[int, int], None],
+    extra: dict[str, Any],
+    k: int | None,
+) -> dict[str, Any]:
+    """The built-in evaluator of a PettingZoo stage; its record carries the gate's
+    decision (margin on every game; sprt and threshold stop once the gate has decided)."""
+    from cosmic_curriculum.envs.game_evaluate import evaluate_game
+    from cosmic_curriculum.evaluation.evaluate import plan
+    from cosmic_curriculum.evaluation.gate import decide
+
+    if isinstance(reference, BuiltinBot):
+        played: Path | str = reference.name
+    elif isinstance(reference, Path):
+        played = reference
+    else:
+        raise BotError(f"reference {reference}: a program cannot play a pettingzoo stage yet")
+    max_pairs, _ = plan(settings)
+    episodes = 2 * max_pairs
+
+    def decision(counts: dict[str, Any]) -> Any:
+        return decide(
+            settings,
+            counts["wins_a"],
+            counts["wins_b"],
+            counts["draws"],
+            counts["pair_scores"],
+            planned_episodes=episodes,
+        )
+
+    def decided(counts: dict[str, Any]) -> bool:
+        return bool(decision(counts).verdict != "continue")
+
+    def gate_of(counts: dict[str, Any]) -> dict[str, Any] | None:
+        made = decision(counts)
+        if made.verdict == "continue":  # fewer games than planned: the cap's rule
+            made = decide(
+                settings,
+                counts["wins_a"],
+                counts["wins_b"],
+                counts["draws"],
+                counts["pair_scores"],
+                planned_episodes=counts["episodes"],
+            )
+        return {**made.to_dict(), "settings": settings.model_dump()}
+
+    labels = {"candidate": run.rel(candidate), "reference": reference_label(run, reference)}
+    try:
+        return evaluate_game(
+            candidate,
+            played,
+            history_path=run.paths.history,
+            episodes=episodes,
+            seed=seed,
+            deterministic=game_deterministic(settings),
+            decided=None if settings.rules == ("margin",) else decided,
+            gate_of=gate_of,
+            on_progress=progress,
+            extra={**extra, **labels},
+        )
+    except EvaluationError as exc:
+        run.record(t.EvaluationFailed(str(exc), k))
+        fault = f"evaluation failed, no record was written: {exc}"
+        raise EvaluationFailedError(run.rel(candidate), fault, run.command()) from None
