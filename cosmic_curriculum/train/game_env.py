@@ -105,7 +105,9 @@ class SeatEnv(gymnasium.Env[Any, Any]):
             obs, mask = split_observation(self.game.observe(seat), self.info)
             assert self.opponent is not None
             batch_mask = None if mask is None else np.asarray(mask, dtype=bool)[None]
-            move = int(self.opponent.act(_batch(obs), False, self.rng, batch_mask)[0])
+            # search:N plays from the game itself (envs/game_players.py)
+            extra = {"games": [self.game]} if getattr(self.opponent, "needs_games", False) else {}
+            move = int(self.opponent.act(_batch(obs), False, self.rng, batch_mask, **extra)[0])
             if mask is not None and not mask[move]:
                 raise TrainerError(
                     f"opponent {self.opponent_name} played the illegal move {move} in "

@@ -8,47 +8,24 @@ snapshots' files, and the league saved beside every checkpoint.
   ``final.league.json`` beside ``final.zip``. A continuation from ``step_<n>.zip`` loads
   exactly that league; snapshot files no kept league names are pruned with the
   checkpoints.
-- Fixed bots (``--league-bot``, ``--opponent-mode bot:<spec>``): ``random`` (uniform over
-  the legal moves) or an env bot file of the same game (e.g. an earlier stage's
-  ``bots/EXP.json``).
+- Fixed bots (``--league-bot``, ``--opponent-mode bot:<spec>``): the game players of
+  ``envs/game_players.py``: ``random`` (uniform over the legal moves), ``search:N`` or an
+  env bot file of the same game (e.g. an earlier stage's ``bots/EXP.json``).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-import numpy as np
-from numpy.typing import NDArray
-
+from cosmic_curriculum.envs.game_players import builtin_name, game_player
+from cosmic_curriculum.envs.pettingzoo import GameInfo
 from cosmic_curriculum.envs.policy import EnvBot, load_env_bot, save_env_bot
-from cosmic_curriculum.errors import BotError, ConfigError, StateError, TrainerError
+from cosmic_curriculum.errors import ConfigError, CurriculumError, StateError, TrainerError
 from cosmic_curriculum.system.fsio import atomic_write_json, read_json
 from cosmic_curriculum.train import league as rules
 from cosmic_curriculum.train.game_env import Player
-from cosmic_curriculum.workspace.env_config import EnvSpec
 
 SNAPSHOT_DIR = "league"
-
-
-class RandomPlayer:
-    """Uniform over the legal moves (over all moves in a game without masks)."""
-
-    def __init__(self, n_actions: int) -> None:
-        self.n = n_actions
-
-    def act(
-        self,
-        obs: Any,
-        deterministic: bool = False,
-        rng: np.random.Generator | None = None,
-        mask: NDArray[Any] | None = None,
-    ) -> NDArray[Any]:
-        gen = rng if rng is not None else np.random.default_rng()
-        batch = len(next(iter(obs.values()))) if isinstance(obs, dict) else len(obs)
-        legal = np.ones((batch, self.n), bool) if mask is None else np.asarray(mask, bool)
-        scores = np.where(legal, gen.random(legal.shape), -1.0)
-        return np.argmax(scores, axis=1)
 
 
 def league_path(checkpoint: Path) -> Path:
@@ -56,31 +33,21 @@ def league_path(checkpoint: Path) -> Path:
     return checkpoint.with_name(f"{checkpoint.stem}.league.json")
 
 
-def _same_game(bot: EnvSpec, spec: EnvSpec) -> bool:
-    return (bot.kind, bot.id, bot.kwargs) == (spec.kind, spec.id, spec.kwargs)
-
-
-def bot_player(text: str, spec: EnvSpec, n_actions: int, root: Path, option: str) -> Player:
-    """The fixed bot ``text`` names (``random`` or an env bot file of this game); one
-    line naming ``option`` when it is not one."""
-    if text == "random":
-        return RandomPlayer(n_actions)
-    path = Path(text) if Path(text).is_absolute() else root / text
-    if not path.is_file():
-        raise ConfigError(
-            f"{option} {text!r}: not 'random' nor an env bot file (no file {path}); pass "
-            "random or a bots/EXP.json of this game"
-        )
+def bot_player(text: str, info: GameInfo, seed: int, root: Path, option: str) -> Player:
+    """The fixed bot ``text`` names (``random``, ``search:N`` or an env bot file of this
+    game, relative to the workspace); one line naming ``option`` when it is not one."""
+    if builtin_name(text) is None and not Path(text).is_absolute():
+        if not (root / text).is_file():
+            raise ConfigError(
+                f"{option} {text!r}: not random, search:N nor a bot file (no file "
+                f"{root / text}); pass one of those, e.g. an earlier stage's bots/EXP.json"
+            )
+        text = str(root / text)
     try:
-        bot = load_env_bot(path)
-    except BotError as exc:
+        player, _ = game_player(text, info, seed)
+    except CurriculumError as exc:
         raise ConfigError(f"{option} {text!r}: {exc}") from None
-    if not _same_game(bot.env, spec):
-        raise ConfigError(
-            f"{option} {text!r} plays {bot.env.id} {bot.env.kwargs}, not {spec.id} "
-            f"{spec.kwargs}; pass a bot of this game"
-        )
-    return bot
+    return player
 
 
 class League:
