@@ -13,6 +13,7 @@ import typer
 from cosmic_curriculum.cli.app import OneLineUsageCommand, app, guarded
 from cosmic_curriculum.defaults import (
     ENV_ALGO,
+    ENV_CHECKPOINT_EVERY_TIMESTEPS,
     ENV_N_ENVS,
     ENV_SUBPROC_STEP_SECONDS,
     ENV_VEC_ENV,
@@ -220,6 +221,13 @@ def train_env_command(
             help=f"Moves after which a game is truncated (a draw). Default: {GAME_MOVE_CAP}."
         ),
     ] = None,
+    checkpoint_every: Annotated[
+        int | None,
+        typer.Option(
+            help="A pettingzoo game's timesteps between step checkpoints (each with its "
+            f"league). Default: {ENV_CHECKPOINT_EVERY_TIMESTEPS}."
+        ),
+    ] = None,
 ) -> None:
     """Train a Gymnasium stage's bot with stable-baselines3, or a pettingzoo game's with
     self-play against a league; export bots/EXPERIMENT.json."""
@@ -237,6 +245,7 @@ def train_env_command(
             tuple(league_bot or ()),
             league_bot_share,
             move_cap,
+            checkpoint_every,
         )
         settings = parse_settings(
             experiment,
