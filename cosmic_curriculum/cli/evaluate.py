@@ -10,17 +10,24 @@ from typing import Annotated, Any
 import typer
 
 from cosmic_curriculum.cli.app import OneLineUsageCommand, app, guarded, workspace_lock
+from cosmic_curriculum.cli.evaluate_game import evaluate_game_bots, is_game_bot
 from cosmic_curriculum.cli.seconds import seconds_callback
 from cosmic_curriculum.defaults import (
     BOT_TIMEOUT_SECONDS,
     ENV_EVAL_DETERMINISTIC,
     EVAL_EPISODES,
+    GAME_EVAL_DETERMINISTIC,
     LADDER_PAIRS,
     LOCK_WAIT_SECONDS,
     SPRT_BATCH_PAIRS,
     SPRT_MAX_EPISODES,
 )
 from cosmic_curriculum.workspace.locate import workspace_of
+
+
+def _greedy(deterministic: bool) -> str:
+    return "--deterministic" if deterministic else "--sample"
+
 
 LOCK_WAIT_HELP = (
     "Seconds to wait for another process holding the workspace (a `run`, another "
@@ -82,15 +89,20 @@ def evaluate_command(
     lock_wait: LockWait = LOCK_WAIT_SECONDS,
     bot_timeout: BotTimeout = BOT_TIMEOUT_SECONDS,
     deterministic: Annotated[
-        bool,
+        bool | None,
         typer.Option(
             "--deterministic/--sample",
             help="Env bots: their most likely action, or sampled from their policy (as a "
-            "gate's deterministic = false).",
+            f"gate's deterministic = false). Default: {_greedy(ENV_EVAL_DETERMINISTIC)} for "
+            f"a Gymnasium env, {_greedy(GAME_EVAL_DETERMINISTIC)} for a PettingZoo game.",
         ),
-    ] = ENV_EVAL_DETERMINISTIC,
+    ] = None,
 ) -> None:
     """Play CANDIDATE against REFERENCE in seat-swapped pairs and append one record.
+
+    A PettingZoo game's bot plays pairs of games (one seed, each seat once) against
+    another bot of the game, `random` (uniform over the legal moves) or `search:N`
+    (depth-N alpha-beta over the game's states).
 
     Holds the workspace lock of the history's directory while it runs (like `run`), so
     the two never write eval_history.json at once.
@@ -109,12 +121,18 @@ def evaluate_command(
         from cosmic_curriculum.workspace import history
         from cosmic_curriculum.workspace.outputs import history_target
 
-        if is_env_bot_file(Path(candidate)) or _is_env_twin(Path(candidate)):
-            _evaluate_env_bots(
-                candidate, reference, episodes, seed, history_path, lock_wait, deterministic
+        rule = gate_rule_option(gate)
+        if is_game_bot(Path(candidate)):
+            evaluate_game_bots(
+                candidate, reference, episodes, seed, history_path, lock_wait, deterministic, rule
             )
             return
-        rule = gate_rule_option(gate)
+        if is_env_bot_file(Path(candidate)) or _is_env_twin(Path(candidate)):
+            greedy = ENV_EVAL_DETERMINISTIC if deterministic is None else deterministic
+            _evaluate_env_bots(
+                candidate, reference, episodes, seed, history_path, lock_wait, greedy
+            )
+            return
         settings = None
         if rule is not None:
             if batch_pairs is not None and batch_pairs < 1:

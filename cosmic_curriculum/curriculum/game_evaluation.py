@@ -27,6 +27,37 @@ def game_deterministic(settings: GateSettings) -> bool:
     return GAME_EVAL_DETERMINISTIC
 
 
+Counts = dict[str, Any]
+
+
+def gate_calls(
+    settings: GateSettings,
+) -> tuple[int, Callable[[Counts], bool] | None, Callable[[Counts], dict[str, Any]]]:
+    """The games a gate plans (the cap of a sequential rule), whether it has decided on
+    the counts so far (None for margin alone: it decides on every game), and the decision
+    a record carries (on the pairs' scores: SPRT's pentanomial model)."""
+    from cosmic_curriculum.evaluation.evaluate import plan
+    from cosmic_curriculum.evaluation.gate import decide
+
+    max_pairs, _ = plan(settings)
+    episodes = 2 * max_pairs
+
+    def decision(counts: Counts, planned: int) -> Any:
+        wins = (counts["wins_a"], counts["wins_b"], counts["draws"])
+        return decide(settings, *wins, counts["pair_scores"], planned_episodes=planned)
+
+    def decided(counts: Counts) -> bool:
+        return bool(decision(counts, episodes).verdict != "continue")
+
+    def gate_of(counts: Counts) -> dict[str, Any]:
+        made = decision(counts, episodes)
+        if made.verdict == "continue":  # fewer games than planned: the cap's rule
+            made = decision(counts, counts["episodes"])
+        return {**made.to_dict(), "settings": settings.model_dump()}
+
+    return episodes, (None if settings.rules == ("margin",) else decided), gate_of
+
+
 def game_evaluation(
     run: Run,
     candidate: Path,
@@ -40,8 +71,6 @@ def game_evaluation(
     """The built-in evaluator of a PettingZoo stage; its record carries the gate's
     decision (margin on every game; sprt and threshold stop once the gate has decided)."""
     from cosmic_curriculum.envs.game_evaluate import evaluate_game
-    from cosmic_curriculum.evaluation.evaluate import plan
-    from cosmic_curriculum.evaluation.gate import decide
 
     if isinstance(reference, BuiltinBot):
         played: Path | str = reference.name
@@ -49,35 +78,7 @@ def game_evaluation(
         played = reference
     else:
         raise BotError(f"reference {reference}: a program cannot play a pettingzoo stage yet")
-    max_pairs, _ = plan(settings)
-    episodes = 2 * max_pairs
-
-    def decision(counts: dict[str, Any]) -> Any:
-        return decide(
-            settings,
-            counts["wins_a"],
-            counts["wins_b"],
-            counts["draws"],
-            counts["pair_scores"],
-            planned_episodes=episodes,
-        )
-
-    def decided(counts: dict[str, Any]) -> bool:
-        return bool(decision(counts).verdict != "continue")
-
-    def gate_of(counts: dict[str, Any]) -> dict[str, Any] | None:
-        made = decision(counts)
-        if made.verdict == "continue":  # fewer games than planned: the cap's rule
-            made = decide(
-                settings,
-                counts["wins_a"],
-                counts["wins_b"],
-                counts["draws"],
-                counts["pair_scores"],
-                planned_episodes=counts["episodes"],
-            )
-        return {**made.to_dict(), "settings": settings.model_dump()}
-
+    episodes, decided, gate_of = gate_calls(settings)
     labels = {"candidate": run.rel(candidate), "reference": reference_label(run, reference)}
     try:
         return evaluate_game(
@@ -87,7 +88,7 @@ def game_evaluation(
             episodes=episodes,
             seed=seed,
             deterministic=game_deterministic(settings),
-            decided=None if settings.rules == ("margin",) else decided,
+            decided=decided,
             gate_of=gate_of,
             on_progress=progress,
             extra={**extra, **labels},

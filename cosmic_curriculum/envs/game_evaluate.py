@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from cosmic_curriculum.defaults import GAME_EVAL_BATCH, GAME_MAX_MOVES
-from cosmic_curriculum.envs.game_players import builtin_name, game_player
+from cosmic_curriculum.envs.game_players import builtin_name, check_masks, game_player
 from cosmic_curriculum.envs.game_table import Game, GameTable
 from cosmic_curriculum.envs.onnx_twin import load_env_player
 from cosmic_curriculum.envs.pettingzoo import GameInfo, game_info
@@ -116,7 +116,7 @@ def evaluate_game(
     except CurriculumError as exc:
         raise EvaluationError(f"{candidate}: its game does not build ({exc})") from None
     _check_candidate(bot, info, candidate)
-    other, label = game_player(reference, info, seed, bot)
+    other, label = game_player(reference, info, seed, bot, plain=not bot.env.wrappers)
     seeds = pair_seeds(seed, pairs)
     table = GameTable(bot.env, info, min(GAME_EVAL_BATCH, 2 * pairs), max_moves)
     outcomes: list[tuple[int, int]] = []
@@ -130,6 +130,7 @@ def evaluate_game(
             chunk = seeds[start : start + per_batch]
             labels = (str(candidate), label)
             played = play_pairs(table, (bot, other), labels, chunk, deterministic, rngs)
+            _check_ends(played, outcomes, bot.env.id, max_moves)
             for i, (a, b) in enumerate(played):
                 outcomes.append((a.outcome, b.outcome))
                 cut += a.cut + b.cut
@@ -172,8 +173,22 @@ def evaluate_game(
     return append_record(history_path, record)
 
 
+def _check_ends(
+    played: list[tuple[Game, Game]], before: list[tuple[int, int]], name: str | None, cap: int
+) -> None:
+    """One line when every game so far reached the move cap: a game that never ends."""
+    if not before and all(a.cut and b.cut for a, b in played):
+        raise EvaluationError(
+            f"game {name!r}: all {2 * len(played)} games of the first batch reached the move "
+            f"cap of {cap:,} moves without ending; a game must end (terminate or truncate): "
+            "fix the game or its env spec"
+        )
+
+
 def _check_candidate(bot: Any, info: GameInfo, path: Path) -> None:
-    """The candidate plays its game's spaces as the game builds now, masked if it masks."""
+    """The candidate plays its game's spaces as the game builds now, masked only if the
+    game masks."""
+    check_masks(bot, info, path)
     from cosmic_curriculum.envs.export import space_of
     from cosmic_curriculum.envs.spaces import same_space
 

@@ -72,17 +72,31 @@ def search_depth(name: str, where: str = "search:N") -> int:
     return depth
 
 
+def check_masks(bot: Any, info: GameInfo, path: Path | str) -> None:
+    """A masked bot needs a game that gives the legal moves (``action_mask``)."""
+    if getattr(bot, "action_mask", False) and not info.masked:
+        raise EvaluationError(
+            f"{path}: a masked bot (action_mask: true), but its game {bot.env.id!r} gives no "
+            "action mask (observation['action_mask']); play it on a masked game or retrain "
+            "it unmasked"
+        )
+
+
 def game_player(
-    text: str | Path, info: GameInfo, seed: int, candidate: EnvBot | EnvTwin | None = None
+    text: str | Path,
+    info: GameInfo,
+    seed: int,
+    candidate: EnvBot | EnvTwin | None = None,
+    plain: bool = True,
 ) -> tuple[Any, str]:
     """The player ``text`` names and its label; a bot file must play ``candidate``'s
-    spaces (when given) and, for a masked game, be a masked bot."""
+    spaces (when given). ``plain``: the game has no wrappers of its spec's own."""
     name = builtin_name(str(text))
     if name == RANDOM:
         return RandomGamePlayer(int(info.action_space.n), seed), RANDOM
     if name is not None:
         depth = search_depth(name)
-        return SearchPlayer(info, depth, seed), f"{SEARCH}:{depth}"
+        return SearchPlayer(info, depth, seed, plain), f"{SEARCH}:{depth}"
     path = Path(text)
     bot = load_env_player(path)
     if bot.env.kind != "pettingzoo":
@@ -90,6 +104,7 @@ def game_player(
             f"{path}: a bot of a {bot.env.kind!r} env, not of a pettingzoo game; name a "
             "game's bot, random or search:N"
         )
+    check_masks(bot, info, path)
     if candidate is not None:
         for what in ("observation_space", "action_space"):
             if getattr(bot, what).to_json() != getattr(candidate, what).to_json():

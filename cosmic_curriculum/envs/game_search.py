@@ -12,8 +12,10 @@ a small game is perfect play (tic-tac-toe: ``search:9`` never loses).
 
 from __future__ import annotations
 
-import copy
+import io
+import pickle
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -21,7 +23,9 @@ from numpy.typing import NDArray
 
 from cosmic_curriculum.envs.pettingzoo import GameInfo, split_observation
 
-_EPS = 1e-9
+DECAY = 0.99  # a terminal's score shrinks by this each ply back: sooner wins count more
+_EXACT, _LOWER, _UPPER = 0, 1, 2
+_TABLE_MAX = 500_000  # positions remembered, then forgotten at once (bounded memory)
 
 
 def shared_parts(game: Any) -> dict[int, Any]:
@@ -40,30 +44,61 @@ def shared_parts(game: Any) -> dict[int, Any]:
             )
             if isinstance(value, Space) or spaces:
                 memo[id(value)] = value
+        for key in ("_ezpickle_args", "_ezpickle_kwargs", "possible_agents"):
+            if key in vars(env):  # the constructor's arguments and the seats: fixed
+                memo[id(vars(env)[key])] = vars(env)[key]
         env = getattr(env, "env", None)
     return memo
 
 
-def copy_game(game: Any, memo: dict[int, Any]) -> Any:
-    """A copy of ``game``'s state: its env and wrappers attribute by attribute. (A plain
-    ``deepcopy`` of a PettingZoo env builds a fresh one: EzPickle pickles the
-    constructor's arguments, not the game.)"""
-    from gymnasium.utils import EzPickle
-    from pettingzoo.utils.env import AECEnv, ParallelEnv
+class _StatePickler(pickle.Pickler):
+    """Pickles a game's state: shared parts as tokens, EzPickle objects by their
+    attributes (their own pickling keeps only the constructor's arguments)."""
 
-    memo = dict(memo)
+    def __init__(self, out: io.BytesIO, fixed: dict[int, Any]) -> None:
+        super().__init__(out, protocol=pickle.HIGHEST_PROTOCOL)
+        self.fixed = fixed
 
-    def clone(obj: Any) -> Any:
-        if id(obj) in memo:
-            return memo[id(obj)]
-        if not isinstance(obj, AECEnv | ParallelEnv | EzPickle):
-            return copy.deepcopy(obj, memo)
-        new = object.__new__(type(obj))
-        memo[id(obj)] = new
-        new.__dict__.update({key: clone(value) for key, value in vars(obj).items()})
-        return new
+    def persistent_id(self, obj: Any) -> Any:
+        return id(obj) if id(obj) in self.fixed else None
 
-    return clone(game)
+    def reducer_override(self, obj: Any) -> Any:
+        from gymnasium.utils import EzPickle
+        from pettingzoo.utils.env import AECEnv, ParallelEnv
+
+        if isinstance(obj, AECEnv | ParallelEnv | EzPickle):
+            return (object.__new__, (type(obj),), vars(obj), None, None, _restore)
+        return NotImplemented
+
+
+def _restore(obj: Any, state: dict[str, Any]) -> None:
+    obj.__dict__.update(state)  # not the class's __setstate__: EzPickle's builds anew
+
+
+class _StateUnpickler(pickle.Unpickler):
+    def __init__(self, data: bytes, fixed: dict[int, Any]) -> None:
+        super().__init__(io.BytesIO(data))
+        self.fixed = fixed
+
+    def persistent_load(self, pid: Any) -> Any:
+        return self.fixed[pid]
+
+
+def copy_game(game: Any, fixed: dict[int, Any]) -> Any:
+    """A copy of ``game``'s state, its env and wrappers attribute by attribute, sharing
+    what ``fixed`` holds. (A plain ``deepcopy`` of a PettingZoo env builds a fresh one:
+    EzPickle pickles the constructor's arguments, not the game.)"""
+    out = io.BytesIO()
+    _StatePickler(out, fixed).dump(game)
+    return _StateUnpickler(out.getvalue(), fixed).load()
+
+
+def state_key(game: Any, fixed: dict[int, Any]) -> bytes:
+    """The whole state of ``game`` as bytes (every attribute, recursively; what
+    ``fixed`` holds (:func:`shared_parts`) as a token): equal keys, equal games."""
+    out = io.BytesIO()
+    _StatePickler(out, fixed).dump(vars(game))
+    return out.getvalue()
 
 
 def legal_moves(game: Any, info: GameInfo) -> list[int]:
@@ -74,16 +109,46 @@ def legal_moves(game: Any, info: GameInfo) -> list[int]:
     return [int(m) for m in np.flatnonzero(np.asarray(mask))]
 
 
+@dataclass(frozen=True)
+class _Entry:
+    """A searched position: its value (or a bound of it), the depth searched, the plies
+    its lines took and whether they all ended in the game (then the value holds for any
+    depth of at least ``reach``, however the position was reached)."""
+
+    value: float
+    bound: int
+    depth: int
+    reach: int
+    resolved: bool
+
+    def serves(self, depth: int) -> bool:
+        return self.depth == depth or (self.resolved and depth >= self.reach)
+
+
 class Search:
-    """Negamax with alpha-beta pruning to ``depth`` plies, on copies of the game."""
+    """Negamax with alpha-beta pruning to ``depth`` plies, on copies of the game.
 
-    def __init__(self, info: GameInfo, depth: int) -> None:
-        self.info, self.depth = info, depth
+    A terminal position scores the reward lead of the player who moved into it, and each
+    ply back shrinks it by ``DECAY`` (a sooner win is worth more, a loss is put off); a
+    position the depth cuts scores 0. Positions already searched are looked up by their
+    whole state (a transposition table, kept across moves and games).
+
+    ``plain``: the game has no wrappers of the spec's own, so the search steps the bare
+    env (``unwrapped``): PettingZoo's own wrappers only police illegal moves, which a
+    search never makes, and they cost most of a step (one observation each).
+    """
+
+    def __init__(self, info: GameInfo, depth: int, plain: bool = True) -> None:
+        self.info, self.depth, self.plain = info, depth, plain
         self.nodes = 0  # positions stepped into: the cost, for the benchmark
+        self.table: dict[bytes, _Entry] = {}
 
-    def _child(self, game: Any, move: int, memo: dict[int, Any]) -> tuple[Any, float, bool]:
-        """(the game after ``move``, the mover's reward lead it brought, whether it ended)."""
-        child = copy_game(game, memo)
+    def _child(
+        self, game: Any, move: int, memo: dict[int, Any], in_place: bool
+    ) -> tuple[Any, float, bool]:
+        """(the game after ``move``, the mover's reward lead it brought, whether it ended);
+        ``in_place``: step ``game`` itself (its caller is done with it)."""
+        child = game if in_place else copy_game(game, memo)
         mover = child.agent_selection
         child.step(move)
         self.nodes += 1
@@ -96,58 +161,77 @@ class Search:
         )
         return child, float(lead), ended
 
+    def _value(
+        self, game: Any, move: int, depth: int, window: tuple[float, float], memo: Any, last: bool
+    ) -> tuple[float, int, bool]:
+        """(value of ``move`` for the player to move, plies its lines took, resolved)."""
+        alpha, beta = window
+        mover = game.agent_selection
+        child, lead, ended = self._child(game, move, memo, last)
+        if ended:
+            return lead, 1, True
+        if depth <= 1:
+            return 0.0, 1, False
+        # The same player moving again (a game may give extra turns) keeps the sign.
+        same = child.agent_selection == mover
+        sign = DECAY if same else -DECAY
+        low, high = (alpha, beta) if same else (-beta, -alpha)
+        value, reach, resolved = self._negamax(child, depth - 1, low / DECAY, high / DECAY, memo)
+        return sign * value, reach + 1, resolved
+
     def _negamax(
-        self, game: Any, depth: int, alpha: float, beta: float, memo: dict[int, Any]
-    ) -> float:
-        """The value of ``game`` for its player to move, within (alpha, beta)."""
-        best = -np.inf
-        for move in legal_moves(game, self.info):
-            child, lead, ended = self._child(game, move, memo)
-            if ended:
-                value = lead * (1 + depth)
-            elif depth <= 1:
-                value = 0.0
+        self, game: Any, depth: int, alpha: float, beta: float, memo: Any
+    ) -> tuple[float, int, bool]:
+        """The value of ``game`` (a copy this search owns) for its player to move."""
+        key = state_key(game, memo)
+        start = alpha
+        hit = self.table.get(key)
+        if hit is not None and hit.serves(depth):
+            if hit.bound == _EXACT:
+                return hit.value, hit.reach, hit.resolved
+            if hit.bound == _LOWER:
+                alpha = max(alpha, hit.value)
             else:
-                value = self._value_after(child, game, depth, alpha, beta, memo)
-            best = max(best, value)
+                beta = min(beta, hit.value)
+            if alpha >= beta:
+                return hit.value, hit.reach, hit.resolved
+        best, reach, resolved = -np.inf, 0, True
+        moves = legal_moves(game, self.info)
+        for i, move in enumerate(moves):
+            last = i == len(moves) - 1
+            value, plies, done = self._value(game, move, depth, (alpha, beta), memo, last)
+            best, reach, resolved = max(best, value), max(reach, plies), resolved and done
             alpha = max(alpha, value)
             if alpha >= beta:
                 break
-        return float(best) if best > -np.inf else 0.0
+        best = float(best) if best > -np.inf else 0.0
+        if len(self.table) >= _TABLE_MAX:
+            self.table.clear()
+        bound = _UPPER if best <= start else _LOWER if best >= beta else _EXACT
+        self.table[key] = _Entry(best, bound, depth, reach, resolved)
+        return best, reach, resolved
 
-    def _value_after(
-        self, child: Any, game: Any, depth: int, alpha: float, beta: float, memo: dict[int, Any]
-    ) -> float:
-        # The same player moving again (a game may give extra turns) keeps the sign.
-        if child.agent_selection == game.agent_selection:
-            return self._negamax(child, depth - 1, alpha, beta, memo)
-        return -self._negamax(child, depth - 1, -beta, -alpha, memo)
-
-    def best_moves(self, game: Any) -> list[int]:
-        """Every move of the best value for the player to move in ``game``."""
-        memo = shared_parts(game)
-        moves = legal_moves(game, self.info)
-        best, ties = -np.inf, []
-        for move in moves:
-            child, lead, ended = self._child(game, move, memo)
-            if ended:
-                value = lead * (1 + self.depth)
-            elif self.depth <= 1:
-                value = 0.0
-            else:  # a window just under the best: a tie comes back exact, a worse move low
-                value = self._value_after(child, game, self.depth, best - _EPS, np.inf, memo)
-            if value > best + _EPS:
-                best, ties = value, [move]
-            elif value > best - _EPS:
-                ties.append(move)
-        return ties
+    def choose(self, game: Any, rng: np.random.Generator) -> int:
+        """A best move for the player to move in ``game`` (left as it is). The moves are
+        tried in a random order and the first of the best value is kept: each of the best
+        moves is equally likely."""
+        root = game.unwrapped if self.plain else game
+        memo = shared_parts(root)
+        moves = legal_moves(root, self.info)
+        order = [moves[i] for i in rng.permutation(len(moves))]
+        best, chosen = -np.inf, order[0] if order else 0
+        for move in order:
+            value, _, _ = self._value(root, move, self.depth, (best, np.inf), memo, False)
+            if value > best:
+                best, chosen = value, move
+        return int(chosen)
 
 
 class SearchPlayer:
     """``search:N`` as a player: needs the games themselves (``games=``), one a row."""
 
-    def __init__(self, info: GameInfo, depth: int, seed: int) -> None:
-        self.search = Search(info, depth)
+    def __init__(self, info: GameInfo, depth: int, seed: int, plain: bool = True) -> None:
+        self.search = Search(info, depth, plain)
         self.rng = np.random.default_rng([seed, depth])
         self.label = f"search:{depth}"
         self.needs_games = True
@@ -163,5 +247,4 @@ class SearchPlayer:
         """The move of each game in ``games`` (row order); ties at random from the seed."""
         if games is None:
             raise ValueError("search:N plays from the game itself: pass games=")
-        moves = [self.search.best_moves(game) for game in games]
-        return np.array([int(self.rng.choice(m)) if m else 0 for m in moves], dtype=np.int64)
+        return np.array([self.search.choose(game, self.rng) for game in games], dtype=np.int64)

@@ -152,11 +152,13 @@ class GameTable:
         n_moves = int(self.info.action_space.n)
         for row, g in enumerate(waiting):
             move = actions[row]
-            ok = np.issubdtype(np.asarray(move).dtype, np.integer) and 0 <= int(move) < n_moves
+            integer = np.issubdtype(np.asarray(move).dtype, np.integer)
+            ok = integer and 0 <= int(move) < n_moves
             if not ok or (legal is not None and not legal[row, int(move)]):
                 allowed = list(range(n_moves)) if legal is None else np.flatnonzero(legal[row])
+                shown = int(move) if integer else move  # 3, not np.int64(3)
                 raise EvaluationError(
-                    f"{label} played the illegal move {move!r} in {self.name!r} (game seed "
+                    f"{label} played the illegal move {shown!r} in {self.name!r} (game seed "
                     f"{seeds[g]}, move {moves[g] + 1}); the legal "
                     f"moves were {[int(m) for m in allowed]}; fix the bot"
                 )

@@ -199,6 +199,11 @@ def write_env_twin(
     if out.suffix.lower() != ".onnx":
         raise BotError(f"--out {out}: name the ONNX file with a .onnx suffix")
     bot = load_env_bot(json_path)
+    if bot.action_mask:
+        raise BotError(
+            f"{json_path}: a masked bot (a game's legal moves) has no ONNX twin: the twin "
+            "would play illegal moves; play the JSON bot"
+        )
     metadata = {
         "format": TWIN_FORMAT,
         "version": "1",
@@ -234,7 +239,10 @@ class EnvTwin:
         self.env, self.observation_space, self.action_space = env, obs, action
         self.names = input_names(obs)
 
-    def act(self, obs: Any, deterministic: bool = True, rng: Any = None) -> NDArray[Any]:
+    def act(
+        self, obs: Any, deterministic: bool = True, rng: Any = None, mask: Any = None
+    ) -> NDArray[Any]:
+        """Greedy actions; ``mask`` is ignored (only unmasked bots have a twin)."""
         space = self.observation_space
         parts = [obs[key] for key, _ in space.parts] if space.kind == "Dict" else [obs]
         kinds = [s for _, s in space.parts] if space.kind == "Dict" else [space]

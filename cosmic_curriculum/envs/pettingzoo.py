@@ -102,7 +102,7 @@ def make_game(spec: EnvSpec) -> Any:
         env = _to_aec(env, name)
     if not isinstance(env, AECEnv):
         raise EnvSpecError(
-            f"env.id {name!r}: its env() returned a {type(env).__name__}, not a PettingZoo "
+            f"env.id {name!r}: its env() returned a {type(env).__name__!r}, not a PettingZoo "
             "AECEnv or ParallelEnv; name a PettingZoo game module"
         )
     try:

@@ -1,0 +1,73 @@
+"""`evaluate` of a PettingZoo game's bot: seat-swapped pairs against another bot of the
+game, `random` or `search:N` (the work: envs/game_evaluate.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from cosmic_curriculum.cli.app import workspace_lock
+
+
+def is_game_bot(path: Path) -> bool:
+    """An env bot JSON of a pettingzoo game (or such a bot's ONNX twin)."""
+    from cosmic_curriculum.envs.policy import is_env_bot_file
+    from cosmic_curriculum.system.fsio import read_json
+
+    json_path = path.with_suffix(".json") if path.suffix == ".onnx" else path
+    if not is_env_bot_file(json_path):
+        return False
+    env = read_json(json_path, "bot").get("env")
+    return isinstance(env, dict) and env.get("kind") == "pettingzoo"
+
+
+def evaluate_game_bots(
+    candidate: str,
+    reference: str,
+    episodes: int | None,
+    seed: int,
+    history_path: Path,
+    lock_wait: float,
+    deterministic: bool | None,
+    rule: str | None,
+) -> None:
+    """Play and record the pairs; print the result in one line."""
+    from cosmic_curriculum.curriculum.game_evaluation import gate_calls
+    from cosmic_curriculum.defaults import EVAL_EPISODES, GAME_EVAL_DETERMINISTIC
+    from cosmic_curriculum.envs.game_evaluate import evaluate_game
+    from cosmic_curriculum.evaluation.gate import GateSettings
+    from cosmic_curriculum.system.terminal import printable
+    from cosmic_curriculum.workspace.outputs import history_target
+
+    history_file = history_target(history_path)
+    calls: dict[str, Any] = {}
+    planned = EVAL_EPISODES if episodes is None else episodes
+    if rule is not None:
+        given = (
+            {}
+            if episodes is None
+            else {"episodes" if rule == "margin" else "max_episodes": episodes}
+        )
+        planned, calls["decided"], calls["gate_of"] = gate_calls(
+            GateSettings.model_validate({"rule": rule, **given})
+        )
+    with workspace_lock(history_file.parent, lock_wait):
+        record = evaluate_game(
+            Path(candidate),
+            reference,
+            history_path=history_file,
+            episodes=planned,
+            seed=seed,
+            deterministic=GAME_EVAL_DETERMINISTIC if deterministic is None else deterministic,
+            **calls,
+        )
+    verdict = f"; gate {record['gate']['verdict']}" if "gate" in record else ""
+    cut = f", {record['cut_games']} cut at the move cap" if record["cut_games"] else ""
+    print(
+        printable(
+            f"{candidate} vs {record['reference']}: {record['wins_a']}-{record['wins_b']}, "
+            f"{record['draws']} draws in {record['episodes']} games ({len(record['pairs'])} "
+            f"seat-swapped pairs{cut}){verdict}; record {record['id']} appended to "
+            f"{history_path}"
+        )
+    )

@@ -1,0 +1,63 @@
+"""Real PettingZoo games that go wrong in ways a stage must refuse (a stage names this
+module as its env.id, ``kwargs = {fault = ...}``): ``"endless"`` never ends (each player
+picks 0 or 1 forever), ``"stuck"`` masks every move away on the first player's second
+turn while the game goes on. Both are two-player AEC games with Discrete(2) moves; a move
+of 1 in ``"endless"`` is rewarded nothing, so only the move cap stops it."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+from gymnasium import spaces
+from pettingzoo import AECEnv
+
+
+class FaultyGame(AECEnv[str, Any, int]):
+    metadata: ClassVar[dict[str, Any]] = {"name": "faulty_game_v0", "is_parallelizable": False}
+
+    def __init__(self, fault: str = "endless") -> None:
+        super().__init__()
+        if fault not in ("endless", "stuck"):
+            raise ValueError(f"fault must be 'endless' or 'stuck', got {fault!r}")
+        self.fault = fault
+        self.possible_agents = ["a", "b"]
+        board = spaces.Box(0, 10_000, (1,), np.float32)
+        if fault == "stuck":
+            self._obs: spaces.Space[Any] = spaces.Dict(
+                {"observation": board, "action_mask": spaces.MultiBinary(2)}
+            )
+        else:
+            self._obs = board
+        self._act = spaces.Discrete(2)
+
+    def observation_space(self, agent: str) -> spaces.Space[Any]:
+        return self._obs
+
+    def action_space(self, agent: str) -> spaces.Space[Any]:
+        return self._act
+
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
+        self.agents = list(self.possible_agents)
+        self.rewards = {a: 0.0 for a in self.agents}
+        self._cumulative_rewards = {a: 0.0 for a in self.agents}
+        self.terminations = {a: False for a in self.agents}
+        self.truncations = {a: False for a in self.agents}
+        self.infos: dict[str, dict[str, Any]] = {a: {} for a in self.agents}
+        self.agent_selection = "a"
+        self.played = 0
+
+    def observe(self, agent: str) -> Any:
+        board = np.array([min(self.played, 10_000)], np.float32)
+        if self.fault != "stuck":
+            return board
+        legal = 0 if self.played >= 2 else 1
+        return {"observation": board, "action_mask": np.full(2, legal, np.int8)}
+
+    def step(self, action: int | None) -> None:
+        self.played += 1
+        self.agent_selection = "b" if self.agent_selection == "a" else "a"
+
+
+def env(fault: str = "endless") -> FaultyGame:
+    return FaultyGame(fault)
