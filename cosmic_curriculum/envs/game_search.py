@@ -21,7 +21,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from cosmic_curriculum.envs.pettingzoo import GameInfo, split_observation
+from cosmic_curriculum.envs.pettingzoo import GameInfo, bare_game, split_observation
+from cosmic_curriculum.errors import EvaluationError
 
 DECAY = 0.99  # a terminal's score shrinks by this each ply back: sooner wins count more
 _EXACT, _LOWER, _UPPER = 0, 1, 2
@@ -29,8 +30,10 @@ _TABLE_MAX = 500_000  # positions remembered, then forgotten at once (bounded me
 
 
 def shared_parts(game: Any) -> dict[int, Any]:
-    """A ``deepcopy`` memo that shares ``game``'s spaces (and the dicts holding them) with
-    its copies: a search reads them, never changes them, and they cost most of a copy."""
+    """What copies of ``game`` share with it: its spaces (and the dicts holding them), the
+    constructor's arguments, the seats, and rendering resources (pygame's surfaces, fonts
+    and clocks, which do not pickle): a search reads them, never changes them, and they
+    cost most of a copy."""
     from gymnasium.spaces import Space
 
     memo: dict[int, Any] = {}
@@ -42,7 +45,8 @@ def shared_parts(game: Any) -> dict[int, Any]:
                 and value
                 and all(isinstance(v, Space) for v in value.values())
             )
-            if isinstance(value, Space) or spaces:
+            drawing = type(value).__module__.partition(".")[0] == "pygame"
+            if isinstance(value, Space) or spaces or drawing:
                 memo[id(value)] = value
         for key in ("_ezpickle_args", "_ezpickle_kwargs", "possible_agents"):
             if key in vars(env):  # the constructor's arguments and the seats: fixed
@@ -89,7 +93,14 @@ def copy_game(game: Any, fixed: dict[int, Any]) -> Any:
     what ``fixed`` holds. (A plain ``deepcopy`` of a PettingZoo env builds a fresh one:
     EzPickle pickles the constructor's arguments, not the game.)"""
     out = io.BytesIO()
-    _StatePickler(out, fixed).dump(game)
+    try:
+        _StatePickler(out, fixed).dump(game)
+    except Exception as exc:  # a part of the state that does not pickle
+        detail = " ".join(str(exc).split())
+        raise EvaluationError(
+            f"search:N cannot copy the state of the game {type(game.unwrapped).__name__!r} "
+            f"({type(exc).__name__}: {detail}); play it against random or a bot"
+        ) from None
     return _StateUnpickler(out.getvalue(), fixed).load()
 
 
@@ -215,7 +226,7 @@ class Search:
         """A best move for the player to move in ``game`` (left as it is). The moves are
         tried in a random order and the first of the best value is kept: each of the best
         moves is equally likely."""
-        root = game.unwrapped if self.plain else game
+        root = bare_game(game) if self.plain else game
         memo = shared_parts(root)
         moves = legal_moves(root, self.info)
         order = [moves[i] for i in rng.permutation(len(moves))]

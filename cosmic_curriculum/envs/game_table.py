@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from cosmic_curriculum.envs.pettingzoo import GameInfo, make_game, split_observation
+from cosmic_curriculum.envs.pettingzoo import GameInfo, bare_game, make_game, split_observation
 from cosmic_curriculum.envs.spaces import batch_of
 from cosmic_curriculum.errors import EvaluationError
 from cosmic_curriculum.workspace.env_config import EnvSpec
@@ -50,16 +50,19 @@ class GameTable:
     def __init__(self, spec: EnvSpec, info: GameInfo, slots: int, max_moves: int) -> None:
         self.spec, self.info, self.max_moves = spec, info, max_moves
         self.name = spec.id or "?"
-        self.games: list[Any] = []
+        self.built: list[Any] = []
         try:
             for _ in range(slots):
-                self.games.append(make_game(spec))
+                self.built.append(make_game(spec))
         except BaseException:
             self.close()
             raise
+        # Every move is checked here before it is played: without wrappers of the spec's
+        # own, the games step without PettingZoo's policing wrappers (half the cost).
+        self.games = [g if spec.wrappers else bare_game(g) for g in self.built]
 
     def close(self) -> None:
-        for game in self.games:
+        for game in self.built:
             game.close()
 
     def _fail(self, what: str, seed: int, exc: BaseException | None = None) -> EvaluationError:

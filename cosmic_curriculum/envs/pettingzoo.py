@@ -177,6 +177,17 @@ def _info(env: Any, name: str | None) -> GameInfo:
     return GameInfo((agents[0], agents[1]), observation, actions[0], masked)
 
 
+def bare_game(game: Any) -> Any:
+    """The AEC env under PettingZoo's own wrappers (OrderEnforcing, AssertOutOfBounds,
+    TerminateIllegal), which only police the order and illegal moves: a caller that checks
+    its moves steps it directly, at about half the cost. A game converted from the parallel
+    API keeps its converter (its ``unwrapped`` is the parallel env)."""
+    from pettingzoo.utils.env import AECEnv
+
+    bare = game.unwrapped
+    return bare if isinstance(bare, AECEnv) else game
+
+
 def split_observation(raw: Any, info: GameInfo) -> tuple[Any, Any]:
     """(what the policy sees, the legal-move mask or None) of one raw observation."""
     if info.masked:

@@ -1,19 +1,25 @@
 """`search:N` (envs/game_search.py): it takes a win in one, blocks a loss in one at depth
-2, leaves the game it searches untouched, and a full-depth search is perfect play on
+2, leaves the game it searches untouched, shares what does not pickle (drawing), refuses
+in one line a game whose state it cannot copy, and a full-depth search is perfect play on
 tic-tac-toe: it never loses, in either seat, and against itself every game is a draw."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 pytest.importorskip("pettingzoo")
 
+from cosmic_curriculum.envs.game_evaluate import evaluate_game
 from cosmic_curriculum.envs.game_players import RandomGamePlayer
 from cosmic_curriculum.envs.game_search import Search, SearchPlayer, state_key
 from cosmic_curriculum.envs.game_table import GameTable
 from cosmic_curriculum.envs.pettingzoo import game_info, make_game
-from tests.envs.game_helpers import CONNECT_FOUR, TICTACTOE
+from cosmic_curriculum.envs.policy import save_env_bot
+from cosmic_curriculum.errors import EvaluationError
+from tests.envs.game_helpers import CONNECT_FOUR, RPS, TICTACTOE, random_game_bot
 
 
 def position(moves: list[int]) -> object:
@@ -62,3 +68,21 @@ def test_full_depth_search_is_perfect_play_on_tictactoe() -> None:
     games = table.play(mirror, ("a", "b"), [0, 1] * 3, list(range(6)), False, rngs)
     assert [g.outcome for g in games] == [0] * 6 and all(g.moves == 9 for g in games)
     table.close()
+
+
+def test_search_plays_a_game_with_drawing_resources_and_refuses_one_it_cannot_copy(
+    tmp_path: Path,
+) -> None:
+    # rock-paper-scissors keeps a pygame surface: shared by the copies, not pickled
+    bot = tmp_path / "rps.json"
+    save_env_bot(random_game_bot(RPS, seed=0), bot)
+    record = evaluate_game(bot, "search:2", history_path=tmp_path / "h.json", episodes=4,
+                           seed=0, deterministic=False)  # fmt: skip
+    assert record["episodes"] == 4 and record["reference"] == "search:2"
+    game = position([3])
+    game.unwrapped.hook = lambda: None  # a part of the state that does not pickle
+    with pytest.raises(EvaluationError) as caught:
+        Search(game_info(CONNECT_FOUR), 2).choose(game, np.random.default_rng(0))
+    message = str(caught.value)
+    assert message.startswith("search:N cannot copy the state of the game 'raw_env'")
+    assert "play it against random or a bot" in message and "\n" not in message
