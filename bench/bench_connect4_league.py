@@ -2,11 +2,11 @@
 launches them, the final bot against random and search:N; and a PFSP league against
 plain self-play at the same timesteps and seed, head to head and against search:N.
 
-    nice python bench/connect4_league.py [--out DIR] [--part preset|league|both]
+    nice python bench/bench_connect4_league.py [--out DIR] [--part preset|league|both]
         [--versus-timesteps N] [--games N]
 
 Prints each training's wall time and steps/s and each match's W/D/L and score (the
-candidate's (W + D/2)/N, greedy moves, seat-swapped pairs).
+candidate's (W + D/2)/N, sampled moves as the gates play, seat-swapped pairs).
 """
 
 from __future__ import annotations
@@ -20,10 +20,11 @@ from pathlib import Path
 
 from cosmic_curriculum.envs.game_evaluate import evaluate_game
 from cosmic_curriculum.workspace.config_file import load_config
+from cosmic_curriculum.workspace.env_config import EnvSpec
 from cosmic_curriculum.workspace.init import init_workspace
 from cosmic_curriculum.workspace.stage_trainer import stage_trainer
 
-GAME = '{"id":"pettingzoo.classic.connect_four_v3","imports":[],"kind":"pettingzoo","kwargs":{},"wrappers":[]}'
+GAME = EnvSpec(kind="pettingzoo", id="pettingzoo.classic.connect_four_v3").to_argument()
 
 
 def train(ws: Path, experiment: str, timesteps: int, args: list[str], resume: str | None) -> float:
@@ -46,7 +47,8 @@ def train(ws: Path, experiment: str, timesteps: int, args: list[str], resume: st
         subprocess.run(argv, cwd=ws, check=True, stdout=log, stderr=subprocess.STDOUT, timeout=7200)
     wall = time.monotonic() - start
     print(
-        f"trained {experiment}: {timesteps} timesteps in {wall:.0f} s ({timesteps / wall:.0f} steps/s)",
+        f"trained {experiment}: {timesteps} timesteps in {wall:.0f} s "
+        f"({timesteps / wall:.0f} steps/s)",
         flush=True,
     )
     return wall
@@ -60,7 +62,7 @@ def match(ws: Path, bot: str, reference: str, games: int) -> float:
         history_path=ws / "bench_history.json",
         episodes=games,
         seed=11,
-        deterministic=True,
+        deterministic=False,  # two greedy bots replay one game per seat order
     )
     w, lo, d = record["wins_a"], record["wins_b"], record["draws"]
     score = (w + d / 2) / record["episodes"]
