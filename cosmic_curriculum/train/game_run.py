@@ -66,7 +66,9 @@ def _check_algo(settings: GameTrainSettings, info: GameInfo) -> None:
 def _league(settings: GameTrainSettings, info: GameInfo, layout: Layout, directory: Path) -> League:
     base = settings.base
     fixed = {
-        name: bot_player(name, info, base.seed, layout.root, "--league-bot")
+        name: bot_player(
+            name, info, base.seed, layout.root, "--league-bot", bool(base.env.wrappers)
+        )
         for name in settings.rule.bots
     }
     return League(settings.rule, rules.new_state(base.seed), directory / SNAPSHOT_DIR, fixed)

@@ -33,9 +33,12 @@ def league_path(checkpoint: Path) -> Path:
     return checkpoint.with_name(f"{checkpoint.stem}.league.json")
 
 
-def bot_player(text: str, info: GameInfo, seed: int, root: Path, option: str) -> Player:
+def bot_player(
+    text: str, info: GameInfo, seed: int, root: Path, option: str, wrapped: bool = False
+) -> Player:
     """The fixed bot ``text`` names (``random``, ``search:N`` or an env bot file of this
-    game, relative to the workspace); one line naming ``option`` when it is not one."""
+    game, relative to the workspace); one line naming ``option`` when it is not one.
+    ``wrapped``: the spec has wrappers of its own (a search then steps through them)."""
     if builtin_name(text) is None and not Path(text).is_absolute():
         if not (root / text).is_file():
             raise ConfigError(
@@ -44,7 +47,7 @@ def bot_player(text: str, info: GameInfo, seed: int, root: Path, option: str) ->
             )
         text = str(root / text)
     try:
-        player, _ = game_player(text, info, seed)
+        player, _ = game_player(text, info, seed, plain=not wrapped)
     except CurriculumError as exc:
         raise ConfigError(f"{option} {text!r}: {exc}") from None
     return player
