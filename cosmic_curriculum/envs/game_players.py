@@ -92,6 +92,14 @@ def game_player(
     """The player ``text`` names and its label; a bot file must play ``candidate``'s
     spaces (when given). ``plain``: the game has no wrappers of its spec's own."""
     name = builtin_name(str(text))
+    spelled = str(text).removeprefix(BUILTIN_PREFIX)
+    if name is None and spelled.startswith(f"{SEARCH}:"):
+        search_depth(spelled)  # search:x, search:-1: the depth's own line
+    if spelled.startswith("exec:"):
+        raise EvaluationError(
+            f"{text}: a program bot cannot play a pettingzoo game here; name a bot file of "
+            "the game, random or search:N"
+        )
     if name == RANDOM:
         return RandomGamePlayer(int(info.action_space.n), seed), RANDOM
     if name is not None:
