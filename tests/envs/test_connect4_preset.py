@@ -47,7 +47,7 @@ def test_init_connect4_is_a_builtin_pettingzoo_workspace(tmp_path: Path) -> None
     assert {config.stage_env(i).id for i in range(3)} == {"pettingzoo.classic.connect_four_v3"}
     assert config.stage_reference(0) is not None  # random; later: the previous stage's bot
     assert [config.stage_reference(i) for i in (1, 2)] == [None, None]
-    assert sum(config.stage_timesteps(i) for i in range(3)) == 300_000
+    assert sum(config.stage_timesteps(i) for i in range(3)) == 1_000_000
     modes = []
     for i, stage in enumerate(config.stages):
         trainer = stage_trainer(config, i, ws).argv()
@@ -65,10 +65,11 @@ def test_init_connect4_is_a_builtin_pettingzoo_workspace(tmp_path: Path) -> None
         settings = game_settings(base, _options(list(stage.flags)))
         modes.append(settings.mode)
     assert modes == ["random", "self_play", "pool"]
-    assert settings.rule.sampling == "pfsp" and settings.rule.bot_share == 0.25
+    assert settings.rule.sampling == "pfsp" and settings.rule.bot_share == 0.3
     # the league mixes in the earlier stages' bots, by the names the curriculum gives them
     assert settings.rule.bots == (
         "random",
+        "search:1",
         "bots/curric-s1-vs-random.json",
         "bots/curric-s2-self-play.json",
     )
