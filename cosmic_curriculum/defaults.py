@@ -121,6 +121,23 @@ ENV_PROGRESS_SECONDS: Final = 2.0
 # an update, so a small budget still gets many updates).
 ENV_PPO_N_STEPS: Final = 256
 
+# --- two-player games (`train-env` on an [env] kind "pettingzoo": the self-play league) -
+
+# Who the learner plays (`--opponent-mode`): random, self_play (its latest snapshot),
+# pool (a league of snapshots), bot:<spec>.
+GAME_OPPONENT_MODE: Final = "self_play"
+# Timesteps between snapshots of the learner into the pool; the pool's size (the oldest
+# leave); how the pool's opponents are drawn and PFSP's weighting f(p) of the learner's
+# win rate p (AlphaStar's "hard": (1 - p)^2).
+GAME_SNAPSHOT_EVERY_TIMESTEPS: Final = 10_000
+GAME_POOL_SIZE: Final = 8
+GAME_SAMPLING: Final = "pfsp"
+GAME_PFSP_WEIGHTING: Final = "hard"
+# The chance an episode's opponent is one of the `--league-bot`s (when there are any).
+GAME_LEAGUE_BOT_SHARE: Final = 0.2
+# Moves (both seats) after which a game is truncated (a draw in the league's table).
+GAME_MOVE_CAP: Final = 10_000
+
 # --- the regression gate (stages.toml's eval_episodes, regression_margin, [gate]) ------
 
 # The gate's rule: the fixed-episode margin test (docs/GATES.md).

@@ -214,3 +214,29 @@ def test_architecture_md_states_the_same_rules() -> None:
             names = set() if text == "nothing" else {n.strip(" `/") for n in text.split(",")}
             stated[m.group(1)] = names
     assert stated == ALLOWED
+
+
+def test_no_package_binds_a_name_one_of_its_modules_would_replace() -> None:
+    # Importing `pkg.name` sets the attribute `pkg.name` to that module: a function or
+    # class of the same name bound in `pkg/__init__.py` is then replaced for everyone
+    # after the first such import.
+    clashes = []
+    for init in sorted(PACKAGE.rglob("__init__.py")):
+        package = ".".join(init.parent.relative_to(PACKAGE.parent).parts)
+        bound: set[str] = set()
+        for node in ast.parse(init.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.ImportFrom) and node.module not in (None, package):
+                # `from pkg.name import name` loads that module first: it cannot replace it
+                bound |= {
+                    alias.asname or alias.name
+                    for alias in node.names
+                    if node.module != f"{package}.{alias.name}"
+                }
+            elif isinstance(node, ast.FunctionDef | ast.ClassDef):
+                bound.add(node.name)
+        clashes += [
+            f"{init.parent.relative_to(PACKAGE.parent)}/{name}"
+            for name in sorted(bound)
+            if (init.parent / f"{name}.py").exists() or (init.parent / name).is_dir()
+        ]
+    assert not clashes, f"modules named like a function or class of their package: {clashes}"

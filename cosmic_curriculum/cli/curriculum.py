@@ -186,7 +186,8 @@ def init_command(
     preset: Annotated[
         str,
         typer.Option(
-            help="Curriculum preset: default, quick (the arena), bare, doorkey (MiniGrid)."
+            help="Curriculum preset: default, quick (the arena), bare, doorkey (MiniGrid), "
+            "connect4 (PettingZoo)."
         ),
     ] = PRESET,
     bare: Annotated[

@@ -11,7 +11,21 @@ from typing import Annotated, Any, Literal, get_origin
 import typer
 
 from cosmic_curriculum.cli.app import OneLineUsageCommand, app, guarded
-from cosmic_curriculum.defaults import ENV_ALGO, ENV_N_ENVS, ENV_SUBPROC_STEP_SECONDS, ENV_VEC_ENV
+from cosmic_curriculum.defaults import (
+    ENV_ALGO,
+    ENV_CHECKPOINT_EVERY_TIMESTEPS,
+    ENV_N_ENVS,
+    ENV_SUBPROC_STEP_SECONDS,
+    ENV_VEC_ENV,
+    GAME_LEAGUE_BOT_SHARE,
+    GAME_MOVE_CAP,
+    GAME_OPPONENT_MODE,
+    GAME_PFSP_WEIGHTING,
+    GAME_POOL_SIZE,
+    GAME_SAMPLING,
+    GAME_SNAPSHOT_EVERY_TIMESTEPS,
+)
+from cosmic_curriculum.errors import ConfigError
 from cosmic_curriculum.train.settings import TrainSettings
 
 # The train command's options in --help order. Each one's type, default and help text come
@@ -111,12 +125,14 @@ def train_env_command(
     ] = None,
     seed: Annotated[int, typer.Option(help="Seed of the model and the envs.")] = 0,
     algo: Annotated[
-        str,
+        str | None,
         typer.Option(
             help="The algorithm: PPO, A2C, DQN, SAC, TD3, DDPG (stable-baselines3) or TQC, "
-            "TRPO, ARS, QRDQN (sb3-contrib: the contrib extra)."
+            "TRPO, ARS, QRDQN (sb3-contrib: the contrib extra); a pettingzoo game: "
+            f"MaskablePPO or PPO. Default: {ENV_ALGO}, MaskablePPO on a game with action "
+            "masks."
         ),
-    ] = ENV_ALGO,
+    ] = None,
     policy: Annotated[
         str | None,
         typer.Option(
@@ -149,19 +165,95 @@ def train_env_command(
         ),
     ] = ENV_VEC_ENV,
     workspace: Annotated[Path, typer.Option(help="The workspace directory.")] = Path("."),
+    opponent_mode: Annotated[
+        str | None,
+        typer.Option(
+            help="A pettingzoo game's opponent: random, self_play (the learner's latest "
+            "snapshot), pool (a league of its snapshots, drawn by --sampling) or "
+            f"bot:<spec> (random or an env bot file). Default: {GAME_OPPONENT_MODE}."
+        ),
+    ] = None,
+    snapshot_every: Annotated[
+        int | None,
+        typer.Option(
+            help="Timesteps between snapshots of the learner into the pool. Default: "
+            f"{GAME_SNAPSHOT_EVERY_TIMESTEPS}."
+        ),
+    ] = None,
+    pool_size: Annotated[
+        int | None,
+        typer.Option(
+            help=f"Snapshots the pool keeps (the oldest leave). Default: {GAME_POOL_SIZE}."
+        ),
+    ] = None,
+    sampling: Annotated[
+        str | None,
+        typer.Option(
+            help="How the pool's opponents are drawn: uniform, latest, or pfsp (prioritized "
+            f"fictitious self-play, by the learner's win rate). Default: {GAME_SAMPLING}."
+        ),
+    ] = None,
+    pfsp_weighting: Annotated[
+        str | None,
+        typer.Option(
+            help="PFSP's weight f(p) of the learner's win rate p against a snapshot: hard "
+            "(1-p)^2, linear 1-p, variance p(1-p). Default: "
+            f"{GAME_PFSP_WEIGHTING}."
+        ),
+    ] = None,
+    league_bot: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="A fixed opponent mixed into self_play or pool (repeatable): random or an "
+            "env bot file of the game, e.g. an earlier stage's bots/EXP.json."
+        ),
+    ] = None,
+    league_bot_share: Annotated[
+        float | None,
+        typer.Option(
+            help="The chance an episode's opponent is one of the --league-bots. Default: "
+            f"{GAME_LEAGUE_BOT_SHARE}."
+        ),
+    ] = None,
+    move_cap: Annotated[
+        int | None,
+        typer.Option(
+            help=f"Moves after which a game is truncated (a draw). Default: {GAME_MOVE_CAP}."
+        ),
+    ] = None,
+    checkpoint_every: Annotated[
+        int | None,
+        typer.Option(
+            help="A pettingzoo game's timesteps between step checkpoints (each with its "
+            f"league). Default: {ENV_CHECKPOINT_EVERY_TIMESTEPS}."
+        ),
+    ] = None,
 ) -> None:
-    """Train a Gymnasium stage's bot with stable-baselines3; export bots/EXPERIMENT.json."""
+    """Train a Gymnasium stage's bot with stable-baselines3, or a pettingzoo game's with
+    self-play against a league; export bots/EXPERIMENT.json."""
 
     def run() -> int:
         from cosmic_curriculum.train.env_run import parse_settings, train_env
+        from cosmic_curriculum.train.league_settings import LeagueOptions
 
+        options = LeagueOptions(
+            opponent_mode,
+            snapshot_every,
+            pool_size,
+            sampling,
+            pfsp_weighting,
+            tuple(league_bot or ()),
+            league_bot_share,
+            move_cap,
+            checkpoint_every,
+        )
         settings = parse_settings(
             experiment,
             timesteps=timesteps,
             env=env,
             resume=resume,
             seed=seed,
-            algo=algo,
+            algo=algo or _default_algo(env),
             hyperparams=hyperparams,
             workspace=workspace,
             policy=policy,
@@ -169,11 +261,40 @@ def train_env_command(
             n_envs=n_envs,
             vec_env=vec_env,
         )
+        if settings.env.kind == "pettingzoo":
+            from cosmic_curriculum.train.game_run import train_game
+            from cosmic_curriculum.train.league_settings import league_settings
+
+            return train_game(league_settings(settings, options))
+        given = options.given()
+        if given is not None:
+            raise ConfigError(f"{given} is for pettingzoo games; this env is {settings.env.kind}")
         return train_env(settings)
 
     code = guarded(run)
     if code:
         raise typer.Exit(code)
+
+
+def _default_algo(env: str) -> str:
+    """MaskablePPO for a pettingzoo game with action masks, else ENV_ALGO (a spec that
+    is not JSON is parse_settings' to refuse)."""
+    import json
+
+    try:
+        document = json.loads(env)
+    except ValueError:
+        return ENV_ALGO
+    if not isinstance(document, dict) or document.get("kind") != "pettingzoo":
+        return ENV_ALGO
+    from cosmic_curriculum.envs.pettingzoo import game_info
+    from cosmic_curriculum.workspace.env_config import EnvSpec, check_env
+
+    try:
+        spec = check_env(EnvSpec.model_validate(document))
+    except (ValueError, TypeError):
+        return ENV_ALGO
+    return "MaskablePPO" if game_info(spec).masked else "PPO"
 
 
 app.command("train-env", cls=OneLineUsageCommand)(train_env_command)

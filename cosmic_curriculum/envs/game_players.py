@@ -103,6 +103,14 @@ def game_player(
         )
         return player, command_label(text)
     name = builtin_name(str(text))
+    spelled = str(text).removeprefix(BUILTIN_PREFIX)
+    if name is None and spelled.startswith(f"{SEARCH}:"):
+        search_depth(spelled)  # search:x, search:-1: the depth's own line
+    if spelled.startswith("exec:"):
+        raise EvaluationError(
+            f"{text}: a program plays a game in evaluate and as reference_bot, not as a "
+            "training opponent; name a bot file of the game, random or search:N"
+        )
     if name == RANDOM:
         return RandomGamePlayer(int(info.action_space.n), seed), RANDOM
     if name is not None:

@@ -144,7 +144,7 @@ def _model_kwargs(settings: EnvTrainSettings, venv: Any) -> dict[str, Any]:
 
 def new_model(settings: EnvTrainSettings, venv: Any, policy: str) -> Any:
     params: dict[str, Any] = {}
-    if settings.algo == "PPO":
+    if settings.algo in ("PPO", "MaskablePPO"):
         params["n_steps"] = ENV_PPO_N_STEPS
     params.update(_model_kwargs(settings, venv))
     try:

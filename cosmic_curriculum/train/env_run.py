@@ -112,14 +112,20 @@ def parse_settings(
         raise ConfigError(
             f"--env: not an env spec as JSON ({first}); pass the stage's spec"
         ) from None
-    if spec.kind != "gymnasium":
+    if spec.kind not in ("gymnasium", "pettingzoo"):
         raise ConfigError(
-            f'--env: kind {spec.kind!r} is not trained by train-env; use kind "gymnasium"'
+            f"--env: kind {spec.kind!r} is not trained by train-env; use kind "
+            '"gymnasium" or "pettingzoo"'
         )
     try:
         chosen = canonical_algo(algo)
     except ValueError as exc:
         raise ConfigError(f"--algo {exc}") from None
+    if chosen == "MaskablePPO" and spec.kind != "pettingzoo":
+        raise ConfigError(
+            "--algo MaskablePPO needs action masks, which only a pettingzoo game with "
+            '"action_mask" in its observations gives; choose another --algo'
+        )
     algo_class(chosen)  # sb3-contrib's algorithms: one line naming the extra to install
     params: dict[str, Any] = {}
     if hyperparams is not None:

@@ -325,10 +325,11 @@ class CurriculumConfig(_Strict):
         return candidates if cap is None else min(cap, candidates)
 
     def builtin_env_trainer(self, index: int) -> bool:
-        """Whether stage ``index`` trains with the built-in `train-env`: a Gymnasium stage
-        of a file that sets no training_command (the arena's default is not for it)."""
+        """Whether stage ``index`` trains with the built-in `train-env`: a Gymnasium or
+        pettingzoo stage of a file that sets no training_command (the arena's default is
+        not for it)."""
         own = "training_command" in self.model_fields_set
-        return not own and self.stage_env(index).kind == "gymnasium"
+        return not own and self.stage_env(index).kind in ("gymnasium", "pettingzoo")
 
     def stage_trainer(self, index: int) -> TrainerConfig:
         """Stage ``index``'s trainer: [trainer] with the stage's keys (trainer_config)."""

@@ -14,7 +14,7 @@ from cosmic_curriculum.system import fsio
 from cosmic_curriculum.workspace.config import CurriculumConfig
 from cosmic_curriculum.workspace.config_errors import describe
 
-PRESETS = ("default", "quick", "bare", "doorkey")
+PRESETS = ("default", "quick", "bare", "doorkey", "connect4")
 # The presets of the arena game: their workspaces get its scripted bots and trainer script.
 ARENA_PRESETS = ("default", "quick")
 

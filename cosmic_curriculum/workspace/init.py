@@ -80,7 +80,7 @@ def init_workspace(path: Path, preset: str = PRESET) -> InitResult:
     Never overwrites a file; refuses a non-empty directory that is not a workspace. Only
     the arena's presets get its bots and training script: the bare preset's trainer,
     evaluator and reference are the user's (docs/ENVIRONMENTS.md), and an env preset
-    (doorkey) trains with the built-in `train-env` against `{builtin = "random"}`.
+    (doorkey, connect4) trains with the built-in `train-env` against `{builtin = "random"}`.
     """
     ws = Path(path).resolve()
     source = preset_path(preset)
@@ -139,7 +139,7 @@ def init_workspace(path: Path, preset: str = PRESET) -> InitResult:
 
 
 # The optional extra an env preset needs: (preset, module, extra).
-PRESET_EXTRAS = (("doorkey", "minigrid", "minigrid"),)
+PRESET_EXTRAS = (("doorkey", "minigrid", "minigrid"), ("connect4", "pettingzoo", "pettingzoo"))
 
 
 def _missing_extras(preset: str) -> list[str]:

@@ -35,8 +35,8 @@ SB3 = "stable_baselines3"
 CONTRIB = "sb3_contrib"
 # The algorithms train-env trains, those whose policies are plain MLPs (env bots replay
 # them: envs/networks.py); sb3-contrib's need the `contrib` extra. Not CrossQ (its
-# networks hold batch renormalization layers), RecurrentPPO (an LSTM) or MaskablePPO
-# (action masks the env must provide).
+# networks hold batch renormalization layers) or RecurrentPPO (an LSTM); MaskablePPO
+# only on pettingzoo games with action masks (the game trainer gives it the masks).
 ALGORITHMS: dict[str, Algorithm] = {
     "PPO": Algorithm(SB3, _ANY),
     "A2C": Algorithm(SB3, _ANY),
@@ -48,6 +48,7 @@ ALGORITHMS: dict[str, Algorithm] = {
     "TRPO": Algorithm(CONTRIB, _ANY),
     "ARS": Algorithm(CONTRIB, ("Box", "Discrete")),
     "QRDQN": Algorithm(CONTRIB, ("Discrete",)),
+    "MaskablePPO": Algorithm(CONTRIB, ("Discrete",)),
 }
 
 

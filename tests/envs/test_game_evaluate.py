@@ -93,6 +93,8 @@ def test_evaluate_plays_game_bots_against_random_search_and_a_bot(tmp_path: Path
     (tmp_path / "plain.json").write_text((tmp_path / "bot.json").read_text())
     bot_file(tmp_path, "loose", unmasked(random_game_bot(TICTACTOE, seed=1)))
     for reference, expected in (("search:0", "the depth must be 1 to"),
+                                ("search:x", "the depth must be 1 to"),
+                                ("exec:python3 no_such_bot.py", "no_such_bot.py"),
                                 ("random", "played the illegal move")):  # fmt: skip
         candidate = "loose.json" if expected.startswith("played") else "bot.json"
         done = cli(tmp_path, "evaluate", candidate, reference, "-n", "8")

@@ -1,0 +1,255 @@
+"""`train-env` on pettingzoo games: a short real MaskablePPO training writes a masked bot
+exact to the model's masked greedy move, each opponent mode fills the league's table,
+bad input is one line, and kill -9 / SIGTERM then a continuation restore the same league."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from cosmic_curriculum.envs.pettingzoo import game_info, make_game, split_observation
+from cosmic_curriculum.envs.policy import load_env_bot
+from cosmic_curriculum.errors import ConfigError
+from cosmic_curriculum.train import league as rules
+from cosmic_curriculum.train.env_run import parse_settings
+from cosmic_curriculum.train.game_run import train_game
+from cosmic_curriculum.train.league_settings import LeagueOptions, league_settings
+from cosmic_curriculum.workspace.env_config import EnvSpec
+
+pytest.importorskip("sb3_contrib")
+pytest.importorskip("pettingzoo")
+
+TICTACTOE = EnvSpec(kind="pettingzoo", id="pettingzoo.classic.tictactoe_v3")
+RPS = EnvSpec(kind="pettingzoo", id="pettingzoo.classic.rps_v2")
+SMALL = {"n_steps": 32, "batch_size": 64, "n_epochs": 1}
+
+
+def settings(
+    ws: Path, timesteps: int, algo: str = "MaskablePPO", env: EnvSpec = TICTACTOE, **league: Any
+) -> Any:
+    """The settings `train-env` parses (``_argv``'s for the same options)."""
+    base = parse_settings(
+        "g",
+        timesteps=timesteps,
+        env=env.to_argument(),
+        resume=league.pop("resume", None),
+        seed=0,
+        algo=algo,
+        hyperparams=json.dumps(SMALL),
+        workspace=ws,
+        n_envs=2,
+        vec_env="dummy",
+    )
+    return league_settings(base, LeagueOptions(**league))
+
+
+def observations(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Positions of random tic-tac-toe games (what a player sees, its legal moves)."""
+    info, game, rng = game_info(TICTACTOE), make_game(TICTACTOE), np.random.default_rng(1)
+    obs, masks = [], []
+    while len(obs) < n:
+        game.reset(seed=int(rng.integers(1000)))
+        while not any(game.terminations.values()) and len(obs) < n:
+            seen, mask = split_observation(game.observe(game.agent_selection), info)
+            obs.append(seen)
+            masks.append(mask.astype(bool))
+            game.step(int(rng.choice(np.flatnonzero(mask))))
+    game.close()
+    return np.array(obs), np.array(masks)
+
+
+@pytest.mark.slow
+def test_a_short_training_writes_a_masked_bot_exact_to_maskable_ppo(tmp_path: Path) -> None:
+    from sb3_contrib import MaskablePPO
+
+    assert train_game(settings(tmp_path, 256, opponent_mode="pool", snapshot_every=64)) == 0
+    bot = load_env_bot(tmp_path / "bots" / "g.json")
+    assert bot.action_mask and bot.provenance is not None
+    assert bot.provenance["algo"] == "MaskablePPO" and bot.provenance["opponent_mode"] == "pool"
+    model = MaskablePPO.load(tmp_path / "checkpoints" / "g" / "final.zip", device="cpu")
+    obs, masks = observations(300)
+    expected = [
+        int(model.predict(o, action_masks=m, deterministic=True)[0])
+        for o, m in zip(obs, masks, strict=True)
+    ]
+    assert bot.act(obs, deterministic=True, mask=masks).tolist() == expected
+    assert all(masks[i, a] for i, a in enumerate(expected))
+    final = rules.from_json(json.loads((tmp_path / "checkpoints/g/final.league.json").read_text()))
+    assert final.pool and sum(r.games for r in final.table.values()) > 0
+    kept = {p.stem for p in (tmp_path / "checkpoints/g/league").glob("snap-*.json")}
+    assert kept == set(final.pool)  # snapshots no league names are pruned
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("options", "opponents"),
+    [
+        ({"opponent_mode": "random"}, {"random"}),
+        ({"opponent_mode": "bot:search:1"}, {"search:1"}),
+        (
+            {"opponent_mode": "self_play", "league_bots": ("random",), "bot_share": 0.5},
+            {"snap-0", "random"},
+        ),
+    ],
+)
+def test_each_opponent_mode_plays_its_opponents(
+    tmp_path: Path, options: dict[str, Any], opponents: set[str]
+) -> None:
+    assert train_game(settings(tmp_path, 64, **options)) == 0
+    final = rules.from_json(json.loads((tmp_path / "checkpoints/g/final.league.json").read_text()))
+    assert set(final.table) == opponents
+
+
+@pytest.mark.parametrize(
+    ("env", "algo", "options", "fault"),
+    [
+        (
+            RPS,
+            "MaskablePPO",
+            {},
+            "--algo MaskablePPO needs action masks, but pettingzoo.classic.rps_v2",
+        ),
+        (
+            TICTACTOE,
+            "MaskablePPO",
+            {"opponent_mode": "league"},
+            "--opponent-mode 'league': choose one of",
+        ),
+        (
+            TICTACTOE,
+            "MaskablePPO",
+            {"opponent_mode": "bot:"},
+            "--opponent-mode 'bot:': name the bot",
+        ),
+        (
+            TICTACTOE,
+            "MaskablePPO",
+            {"opponent_mode": "pool", "league_bots": ("nope.json",)},
+            "--league-bot 'nope.json': not random, search:N nor a bot file",
+        ),
+        (TICTACTOE, "MaskablePPO", {"opponent_mode": "bot:search:99"}, "depth must be 1 to"),
+        (TICTACTOE, "MaskablePPO", {"sampling": "best"}, "--sampling 'best': choose one of"),
+        (TICTACTOE, "A2C", {}, "--algo A2C: a pettingzoo game trains with MaskablePPO"),
+    ],
+)
+def test_bad_input_is_one_line_before_training(
+    tmp_path: Path, env: EnvSpec, algo: str, options: dict[str, Any], fault: str
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        train_game(settings(tmp_path, 64, algo, env, **options))
+    assert fault in str(caught.value) and "\n" not in str(caught.value)
+    assert not (tmp_path / "bots" / "g.json").exists()
+
+
+def _argv(ws: Path, timesteps: int, resume: str | None = None) -> list[str]:
+    argv = [
+        sys.executable,
+        "-m",
+        "cosmic_curriculum",
+        "train-env",
+        "g",
+        "--timesteps",
+        str(timesteps),
+        "--env",
+        TICTACTOE.to_argument(),
+        "--n-envs",
+        "2",
+        "--hyperparams",
+        json.dumps(SMALL),
+        "--opponent-mode",
+        "pool",
+        "--pool-size",
+        "3",
+        "--snapshot-every",
+        "64",
+        "--checkpoint-every",
+        "128",
+        "--league-bot",
+        "random",
+        "--league-bot-share",
+        "0.3",
+        "--workspace",
+        str(ws),
+    ]
+    return argv + (["--resume", resume] if resume else [])
+
+
+def _wait_for(path_glob: Path, pattern: str, proc: subprocess.Popen[bytes]) -> list[Path]:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        found = sorted(path_glob.glob(pattern))
+        if found:
+            return found
+        assert proc.poll() is None, "the trainer ended before its first step checkpoint"
+        time.sleep(0.05)
+    raise AssertionError("no step checkpoint within 120 s")
+
+
+def _league(path: Path) -> rules.LeagueState:
+    return rules.from_json(json.loads(path.read_text()))
+
+
+POOL = {
+    "opponent_mode": "pool",
+    "pool_size": 3,
+    "snapshot_every": 64,
+    "checkpoint_every": 128,
+    "league_bots": ("random",),
+    "bot_share": 0.3,
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM])
+def test_a_continuation_restores_the_league_of_its_checkpoint(
+    tmp_path: Path, how: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    env = {**os.environ, "COSMIC_CURRICULUM_NO_GIT": "1"}
+    proc = subprocess.Popen(
+        _argv(ws, 100_000), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    directory = ws / "checkpoints" / "g"
+    try:
+        _wait_for(directory, "step_*.zip", proc)
+        proc.send_signal(how)
+        assert proc.wait(timeout=120) in (-signal.SIGKILL, 128 + signal.SIGTERM)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    steps = sorted(directory.glob("step_*.zip"), key=lambda p: int(p.stem[5:]))
+    checkpoint = steps[-1]
+    # written before the zip: a checkpoint never lacks its league, nor the league a snapshot
+    saved = _league(checkpoint.with_name(f"{checkpoint.stem}.league.json"))
+    assert saved.pool and all((directory / "league" / f"{n}.json").is_file() for n in saved.pool)
+    done = int(checkpoint.stem[5:])
+    twin = tmp_path / "twin"
+    shutil.copytree(ws, twin)
+    rule = rules.LeagueRule(3, "pfsp", bots=("random",), bot_share=0.3)
+    finals = []
+    for root in (ws, twin):
+        capsys.readouterr()
+        resume = checkpoint.relative_to(ws)
+        assert train_game(settings(root, done + 128, resume=resume, **POOL)) == 0
+        out = capsys.readouterr().out
+        restored = re.search(r"continuing.*next opponents (.*)$", out, re.M)
+        assert restored is not None, out
+        # the continuation's next draws are the saved league's (the same rng state)
+        assert restored.group(1) == ", ".join(rules.peek(saved, rule, 5))
+        finals.append(_league(root / "checkpoints" / "g" / "final.league.json"))
+    assert finals[0] == finals[1]  # the same league on from that checkpoint
+    for name, record in saved.table.items():  # the table continued, not reset
+        after = finals[0].table.get(name)
+        assert after is None or after.games >= record.games
