@@ -11,7 +11,14 @@ from typing import Annotated, Any, Literal, get_origin
 import typer
 
 from cosmic_curriculum.cli.app import OneLineUsageCommand, app, guarded
-from cosmic_curriculum.defaults import ENV_ALGO, ENV_N_ENVS, ENV_SUBPROC_STEP_SECONDS, ENV_VEC_ENV
+from cosmic_curriculum.defaults import (
+    ENV_ALGO,
+    ENV_CHECKPOINT_EVERY_TIMESTEPS,
+    ENV_KEEP_CHECKPOINTS,
+    ENV_N_ENVS,
+    ENV_SUBPROC_STEP_SECONDS,
+    ENV_VEC_ENV,
+)
 from cosmic_curriculum.train.settings import TrainSettings
 
 # The train command's options in --help order. Each one's type, default and help text come
@@ -140,6 +147,12 @@ def train_env_command(
         ),
     ] = None,
     n_envs: Annotated[int, typer.Option(help="Envs stepped side by side.")] = ENV_N_ENVS,
+    checkpoint_every: Annotated[
+        int, typer.Option(help="Timesteps between step checkpoints (checkpoints/<name>/step_<n>.zip).")
+    ] = ENV_CHECKPOINT_EVERY_TIMESTEPS,
+    keep_checkpoints: Annotated[
+        int, typer.Option(help="Step checkpoints kept (the newest; `compare` keeps more for its curves).")
+    ] = ENV_KEEP_CHECKPOINTS,
     vec_env: Annotated[
         str,
         typer.Option(
@@ -168,6 +181,8 @@ def train_env_command(
             normalize=normalize,
             n_envs=n_envs,
             vec_env=vec_env,
+            checkpoint_every=checkpoint_every,
+            keep_checkpoints=keep_checkpoints,
         )
         return train_env(settings)
 
