@@ -43,6 +43,9 @@ RAY_DASHBOARD_ADDRESS: Final = "http://127.0.0.1:8265"
 # Each call to the cluster's Jobs API ([launcher] request_timeout): connect, and each wait
 # for the answer's bytes.
 RAY_REQUEST_TIMEOUT_SECONDS: Final = 30.0
+# New launches of one training (or candidate) that a time limit or preemption ended
+# ([launcher] max_continuations): each resumes its latest step checkpoint.
+MAX_CONTINUATIONS: Final = 20
 # The preset `init` copies (`init --bare` copies BARE_PRESET).
 PRESET: Final = "default"
 BARE_PRESET: Final = "bare"

@@ -75,6 +75,7 @@ FIELD_DEFAULTS: list[tuple[type[BaseModel], str, Any]] = [
     (EnvSpec, "kind", d.ENV_KIND),
     (LauncherConfig, "num_gpus", d.RAY_NUM_GPUS),
     (LauncherConfig, "num_cpus", d.RAY_NUM_CPUS),
+    (LauncherConfig, "max_continuations", d.MAX_CONTINUATIONS),
     (TrackingConfig, "tensorboard", d.TRACKING_TENSORBOARD),
     (TrackingConfig, "timeout", d.TRACKING_TIMEOUT_SECONDS),
     (MlflowTracking, "tracking_uri", d.MLFLOW_TRACKING_URI),

@@ -4,6 +4,7 @@ exit codes through, and does no git work when the orchestrator says so."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +12,8 @@ from pathlib import Path
 import pytest
 from fakes.budgets import tiny_training_flags
 from gitutil import git, init_repo, set_identity
+
+from cosmic_curriculum.workspace.layout import step_checkpoints
 
 REPO = Path(__file__).resolve().parents[1]
 WRAPPER = REPO / "scripts" / "run_training.sh"
@@ -121,3 +124,39 @@ def test_a_failing_push_is_only_a_warning(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert "warning: push failed" in proc.stderr
     assert "bots/exp6.json" in git(ws, "show", "--name-only", "--format=", "HEAD")
+
+
+@pytest.mark.slow
+def test_sigusr1_reaches_the_trainer_which_saves_a_step_checkpoint_to_continue(
+    tmp_path: Path,
+) -> None:
+    # A batch scheduler's warning before the time limit goes to the wrapper (the job's
+    # shell): the trainer must get it, save its step checkpoint and exit 128 + SIGUSR1.
+    ws = tmp_path / "ws"
+    init_repo(ws)
+    env = {**os.environ, "COSMIC_CURRICULUM_PYTHON": sys.executable}
+    env.pop("COSMIC_CURRICULUM_NO_GIT", None)  # the path where the wrapper is the parent
+    proc = subprocess.Popen(
+        [str(WRAPPER), "usr", *tiny_training_flags(100_000_000)],
+        cwd=ws,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    assert proc.stdout is not None
+    try:
+        for line in proc.stdout:  # wait until it is really training
+            if line.startswith("@progress "):
+                break
+        proc.send_signal(signal.SIGUSR1)
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 128 + signal.SIGUSR1, out
+    assert "SIGUSR1: stopping after this step" in out
+    steps = step_checkpoints(ws / "checkpoints" / "usr")
+    assert steps, out
+    assert git(ws, "rev-list", "--count", "HEAD").strip() == "1"  # nothing published
+    # (its --resume then continues the count: tests/train/test_checkpoints.py)

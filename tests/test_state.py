@@ -175,3 +175,26 @@ def test_a_first_release_state_round_trips_byte_for_byte(tmp_path: Path) -> None
     path = tmp_path / "curriculum_state.json"
     path.write_text(dumps_json(state))
     assert dumps_json(load_state(path).to_json()) == path.read_text()
+
+
+def test_continuations_round_trip_and_a_state_without_them_keeps_its_shape(tmp_path: Path) -> None:
+    path = tmp_path / "curriculum_state.json"
+    flight = Attempt(stage_index=0, attempt=1, experiment="curric-s1-a-retry1")
+    save_state(path, CurriculumState(attempt=1, in_flight=flight))
+    written = json.loads(path.read_text())["in_flight"]
+    assert "continuations" not in written and "interrupted_by" not in written  # old shape
+    written["continuations"] = [
+        {"reason": "TIMEOUT", "at": "2026-12-01T10:00:00+00:00", "launch_id": "j-cont1"},
+        {"reason": "PREEMPTED", "at": "2026-12-01T11:00:00+00:00", "checkpoint": "c.zip"},
+    ]
+    written["interrupted_by"] = "SIGTERM"
+    path.write_text(json.dumps({"attempt": 1, "in_flight": written}))
+    loaded = load_state(path).in_flight
+    assert loaded is not None and loaded.interrupted_by == "SIGTERM"
+    assert [(c.reason, c.checkpoint, c.launch_id) for c in loaded.continuations or []] == [
+        ("TIMEOUT", None, "j-cont1"),
+        ("PREEMPTED", "c.zip", ""),
+    ]
+    save_state(path, load_state(path))
+    again = json.loads(path.read_text())["in_flight"]
+    assert again["continuations"][0] == written["continuations"][0]

@@ -58,6 +58,30 @@ class TrainingFailed:
 
 
 @dataclass(frozen=True)
+class TrainingContinued:
+    """A time limit or preemption ended the training (``reason``; ``Launcher.ended_by``):
+    it is launched again at ``now`` under ``launch_id`` from its step checkpoint
+    ``checkpoint`` (None: none yet, the attempt's training starts over). Never a retry,
+    never an attempt error, up to ``[launcher] max_continuations``."""
+
+    reason: str
+    now: str
+    checkpoint: str | None
+    launch_id: str
+
+
+@dataclass(frozen=True)
+class CandidateContinued:
+    """Candidate ``k``'s training is continued (see TrainingContinued); its own count."""
+
+    k: int
+    reason: str
+    now: str
+    checkpoint: str | None
+    launch_id: str
+
+
+@dataclass(frozen=True)
 class CandidateLaunched:
     """Candidate ``k``'s training is about to start (again), resuming from ``resume``."""
 
@@ -149,7 +173,10 @@ class Committed:
 
 @dataclass(frozen=True)
 class Interrupted:
-    """A signal stopped the run; the trainer group, if any, was stopped."""
+    """A signal (``signal``: its name) stopped the run; the trainer group, if any, was
+    stopped. A SIGTERM (a machine's shutdown) makes the next run's relaunch a continuation."""
+
+    signal: str | None = None
 
 
 @dataclass(frozen=True)
@@ -225,6 +252,8 @@ Event = (
     | TrainerStarted
     | Trained
     | TrainingFailed
+    | TrainingContinued
+    | CandidateContinued
     | CandidateLaunched
     | CandidateStarted
     | CandidateTrained

@@ -196,3 +196,17 @@ def notifier_outcome(exit_code: int | None) -> NotifierOutcome:
     if exit_code == NOTIFY_REFUSED_EXIT:
         return "refused"
     return "failed"
+
+
+def continuation_problem(done: int, limit: int, reason: str) -> str | None:
+    """A training ``reason`` (a time limit, a preemption) ended after ``done``
+    continuations: None to continue it once more, else the attempt's error, which names
+    the setting, its value and the fix (``limit``: ``[launcher] max_continuations``)."""
+    if done < limit:
+        return None
+    return (
+        f"was ended by {reason} after {done} continuation{'' if done == 1 else 's'}: "
+        f"[launcher] max_continuations = {limit} allows no more; raise it in stages.toml "
+        "(or give each job more time) and run again to continue from the latest step "
+        "checkpoint"
+    )

@@ -32,10 +32,16 @@ from cosmic_curriculum.core.candidate_rules import (
     candidate_trained,
     require_candidates_in,
 )
+from cosmic_curriculum.core.continuation_rules import (
+    candidate_continued,
+    continuations_json,
+    training_continued,
+)
 from cosmic_curriculum.core.decisions import judge
 from cosmic_curriculum.core.events import (
     BeginAttempt,
     CandidateChosen,
+    CandidateContinued,
     CandidateEvaluated,
     CandidateFailed,
     CandidateLaunched,
@@ -59,6 +65,7 @@ from cosmic_curriculum.core.events import (
     SkipStage,
     Trained,
     TrainerStarted,
+    TrainingContinued,
     TrainingFailed,
     TrainingLaunched,
 )
@@ -136,12 +143,14 @@ def _interrupted(state: CurriculumState, config: CurriculumConfig, e: Interrupte
     _clear_group(state, config, e)
     if state.in_flight is not None:
         state.in_flight.interrupted = True
+        state.in_flight.interrupted_by = e.signal
 
 
 def _launched(state: CurriculumState, config: CurriculumConfig, e: TrainingLaunched) -> None:
     flight = flight_of(state)
     flight.error = None
     flight.interrupted = False
+    flight.interrupted_by = None
     flight.started_at = e.now
     flight.launched = True
     flight.last_resume = e.resume
@@ -218,8 +227,11 @@ def _decide(state: CurriculumState, config: CurriculumConfig, e: Decide) -> None
         entry.candidates = [
             {"k": c.k, "experiment": c.experiment, "eval_id": c.eval_id, "score": c.score}
             | ({"chosen": True} if c.k == flight.chosen else {})
+            | ({"continuations": continuations_json(c.continuations)} if c.continuations else {})
             for c in flight.candidates
         ]
+    if flight.continuations:
+        entry.continuations = continuations_json(flight.continuations)
     forced = state.forced_retry
     if forced is not None and forced.get("attempt") == flight.attempt:
         entry.forced_retry = True
@@ -363,6 +375,8 @@ _RULES: dict[type[Any], Callable[[CurriculumState, CurriculumConfig, Any], None]
     TrainerStarted: _started,
     Trained: _trained,
     TrainingFailed: _training_failed,
+    TrainingContinued: training_continued,
+    CandidateContinued: candidate_continued,
     CandidateLaunched: candidate_launched,
     CandidateStarted: candidate_started,
     CandidateTrained: candidate_trained,

@@ -22,11 +22,19 @@ from typing import Any
 
 from cosmic_curriculum.core import transitions as t
 from cosmic_curriculum.core.decisions import record_score
-from cosmic_curriculum.core.rules import CANDIDATE_KEY, SELECTION_KEY, evaluation_seed, fresh_seed
+from cosmic_curriculum.core.rules import (
+    CANDIDATE_KEY,
+    SELECTION_KEY,
+    continuation_problem,
+    evaluation_seed,
+    fresh_seed,
+)
 from cosmic_curriculum.curriculum.context import Run
 from cosmic_curriculum.curriculum.launch import (
     adopt_orphans_result,
+    continuing_text,
     indent,
+    interrupted_continuation,
     outcome_problem,
     start_training,
     training_argv,
@@ -51,6 +59,12 @@ def train_candidates(run: Run) -> None:
             f"{run.candidate(k).experiment}: following its training, started by an earlier run"
         )
     queue: list[int] = []
+    # Before any launch clears it: the SIGTERM that interrupted the last run continues each.
+    by_sigterm = {
+        c.k: reason
+        for c in run.flight.candidates or []
+        if (reason := interrupted_continuation(run.flight, c)) is not None
+    }
     for c in run.flight.candidates or []:
         if c.phase in ("trained", "evaluated") or c.k in attached:
             continue
@@ -65,7 +79,7 @@ def train_candidates(run: Run) -> None:
     watch_many(
         run.launcher,
         queue,
-        lambda k: _launch(run, k),
+        lambda k: _continue(run, k, by_sigterm[k]) if k in by_sigterm else _launch(run, k),
         lambda k, outcome: _finished(run, k, outcome),
         running=attached,
         cap=run.config.max_parallel(k_max),
@@ -90,25 +104,57 @@ def _launch(run: Run, k: int) -> Handle | None:
     argv = training_argv(run, run.flight, resume, experiment=c.experiment, seed=c.seed)
     run.record(t.CandidateLaunched(k, resume=resume, now=utc_now()), pause="launch")
     c = run.candidate(k)
+    launch_id = run.paths.launch_id(c.experiment, c.started_at or run.flight.started_at)
+    return _start(run, k, argv, launch_id)
+
+
+def _start(run: Run, k: int, argv: list[str], launch_id: str) -> Handle | None:
+    """Start candidate ``k``'s launch the state just recorded under ``launch_id``."""
+    c = run.candidate(k)
     log_path = run.paths.log(c.experiment)
 
     def started(record: TrainerRecord) -> None:
         run.record(t.CandidateStarted(k, record.pgid, record.pid, record.start_time), "training")
         run.reporter.candidate_started(run.flight, run.candidate(k), argv, log_path)
 
-    launch_id = run.paths.launch_id(c.experiment, c.started_at or run.flight.started_at)
     return start_training(
         run, c.experiment, argv, launch_id, failed=lambda p: _failed(run, k, p), started=started
     )
 
 
-def _finished(run: Run, k: int, outcome: RunOutcome) -> None:
+def _continue(
+    run: Run, k: int, reason: str, progress: dict[str, Any] | None = None
+) -> Handle | None:
+    """Candidate ``k``'s training that ``reason`` ended, launched again from its latest
+    step checkpoint (its own count of ``[launcher] max_continuations``; beyond it, it
+    failed); the others go on."""
+    c = run.candidate(k)
+    done = len(c.continuations or [])
+    problem = continuation_problem(done, run.config.launcher.max_continuations, reason)
+    if problem is not None:
+        _failed(run, k, f"training {problem}", progress)
+        return None
+    step = run.paths.latest_step(c.experiment)
+    checkpoint = run.rel(step) if step is not None else None
+    now = utc_now()
+    launch_id = run.paths.launch_id(c.experiment, now, continuation=done + 1)
+    run.record(t.CandidateContinued(k, reason, now, checkpoint, launch_id), pause="launch")
+    run.reporter.info(continuing_text(run, c.experiment, reason, done + 1, checkpoint))
+    c = run.candidate(k)
+    argv = training_argv(run, run.flight, c.last_resume, experiment=c.experiment, seed=c.seed)
+    return _start(run, k, argv, launch_id)
+
+
+def _finished(run: Run, k: int, outcome: RunOutcome) -> Handle | None:
+    if outcome.ended_by is not None:
+        return _continue(run, k, outcome.ended_by, outcome.last_progress)
     problem = outcome_problem(run, outcome, run.candidate(k).experiment)
     if problem is not None:
         _failed(run, k, f"training command {problem}", outcome.last_progress)
-        return
+        return None
     run.record(t.CandidateTrained(k, outcome.last_progress), pause="trained")
     run.reporter.candidate_finished(run.flight, run.candidate(k))
+    return None
 
 
 def _failed(run: Run, k: int, problem: str, progress: dict[str, Any] | None = None) -> None:

@@ -117,7 +117,7 @@ class Run:
         """The recorded training of the attempt in flight, with the tag that finds it."""
         flight = self.flight
         tag = self.paths.attempt_tag(flight.experiment)
-        launch_id = self.paths.launch_id(flight.experiment, flight.started_at)
+        launch_id = _launch_id(self.paths, flight.experiment, flight.started_at, flight)
         log = str(self.paths.log(flight.experiment))
         return TrainerRecord(flight.pgid, flight.pid, flight.pid_start_time, tag, launch_id, log)
 
@@ -125,7 +125,8 @@ class Run:
         """The recorded training of one candidate of the attempt in flight."""
         exp = candidate.experiment
         tag = self.paths.attempt_tag(exp)
-        launch_id = self.paths.launch_id(exp, candidate.started_at or self.flight.started_at)
+        started = candidate.started_at or self.flight.started_at
+        launch_id = _launch_id(self.paths, exp, started, candidate)
         log = str(self.paths.log(exp))
         return TrainerRecord(
             candidate.pgid, candidate.pid, candidate.pid_start_time, tag, launch_id, log
@@ -158,6 +159,15 @@ class Run:
 
     def rel(self, path: Path) -> str:
         return self.paths.rel(path)
+
+
+def _launch_id(paths: Layout, experiment: str, started_at: str, of: Attempt | Candidate) -> str:
+    """The id the last launch was submitted under: a continuation's own when that launch
+    was one (it started at its time), else the plain scheme's."""
+    done = of.continuations or []
+    if done and done[-1].at == started_at and done[-1].launch_id:
+        return done[-1].launch_id
+    return paths.launch_id(experiment, started_at)
 
 
 def make_launcher(config: LauncherConfig, workspace: Path) -> Launcher:

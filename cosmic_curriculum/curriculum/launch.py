@@ -21,7 +21,7 @@ from cosmic_curriculum.system.clock import utc_now
 from cosmic_curriculum.system.processes import start_problem
 from cosmic_curriculum.tracking import hooks as tracking
 from cosmic_curriculum.workspace.stage_trainer import stage_trainer
-from cosmic_curriculum.workspace.state import Attempt
+from cosmic_curriculum.workspace.state import Attempt, Candidate
 from cosmic_curriculum.workspace.trainer_log import launch_header, trainer_error
 
 
@@ -66,6 +66,30 @@ def training_argv(
     if resume:
         argv += ["--resume", resume]
     return argv if seed is None else [*argv, "--seed", str(seed)]
+
+
+def interrupted_continuation(flight: Attempt, candidate: Candidate | None = None) -> str | None:
+    """The reason when the next launch of a training (``candidate``'s, else the attempt's)
+    is a continuation because a SIGTERM interrupted the run that watched it (a machine's
+    shutdown: the trainer got it too and saved its step checkpoint); None for a Ctrl-C's
+    or a crash's resume, a failed training or one never launched."""
+    if not (flight.interrupted and flight.interrupted_by == "SIGTERM"):
+        return None
+    holder = candidate or flight
+    if not holder.launched or holder.error is not None:
+        return None
+    if candidate is not None and candidate.phase != "training":
+        return None
+    return "SIGTERM (the run was interrupted)"
+
+
+def continuing_text(run: Run, experiment: str, reason: str, n: int, checkpoint: str | None) -> str:
+    """The run's line about a continuation it starts."""
+    limit = run.config.launcher.max_continuations
+    head = f"{experiment}: ended by {reason}; continuation {n} of at most {limit}"
+    if checkpoint is None:
+        return f"{head}: no step checkpoint yet, so its training starts over (not a retry)"
+    return f"{head} from {checkpoint} (its timesteps count on; not a retry)"
 
 
 def outcome_problem(run: Run, outcome: RunOutcome, experiment: str) -> str | None:

@@ -230,7 +230,7 @@ def _interrupted(run: Run, signum: int) -> InterruptedRun:
             for c in flight.candidates or []:
                 if c.pgid is not None:
                     run.launcher.attach(run.candidate_record(c), run.opts.grace_seconds)
-            run.apply(t.Interrupted())
+            run.apply(t.Interrupted(signal=name))
             where = _where(run, flight.phase, flight.experiment)
         with contextlib.suppress(OSError):
             save_state(run.paths.state, run.state)

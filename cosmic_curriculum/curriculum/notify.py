@@ -31,6 +31,7 @@ from cosmic_curriculum.core import transitions as t
 from cosmic_curriculum.core.next_action import describe, next_action
 from cosmic_curriculum.core.rules import decision_news, notifier_outcome
 from cosmic_curriculum.defaults import NOTIFY_MAX_TRIES, NOTIFY_OUTPUT_TAIL_BYTES
+from cosmic_curriculum.reports.review import continued_note, entry_continuations
 from cosmic_curriculum.system import processes as runner
 from cosmic_curriculum.system.clock import utc_now
 from cosmic_curriculum.workspace import history
@@ -248,6 +249,9 @@ def _decision(run: Run, entry: LogEntry) -> dict[str, Any]:
         "eval_id": entry.eval_id,
         **(entry.eval or {}),
     }
+    if continuations := entry_continuations(entry):  # time limits, preemptions
+        out["continuations"] = continuations
+        out["continued"] = continued_note(continuations)
     record = history.find(run.paths.history, entry.eval_id) if entry.eval_id else None
     for key in RECORD_KEYS:
         if record is not None and record.get(key) is not None:

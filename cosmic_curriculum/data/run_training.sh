@@ -6,7 +6,7 @@
 # Run from the workspace. Trains with `python -m cosmic_curriculum train` (interpreter:
 # $COSMIC_CURRICULUM_PYTHON, default python3), which leaves checkpoints/EXPERIMENT/final.zip,
 # bots/EXPERIMENT.json and its ONNX twin bots/EXPERIMENT.onnx. The trainer's exit code passes through (2 = bad flags,
-# 130/143 = stopped by SIGINT/SIGTERM after saving a checkpoint and a partial bot).
+# 130/143/138 = stopped by SIGINT/SIGTERM/SIGUSR1 after saving a checkpoint and a partial bot).
 #
 # With COSMIC_CURRICULUM_NO_GIT=1 (the orchestrator sets it and commits the same paths
 # itself, and appends our output to the log) this is only the trainer. Otherwise:
@@ -44,13 +44,15 @@ fi
 mkdir -p logs
 log="logs/${experiment}.log"
 
-# The trainer runs in the background so this shell can forward SIGTERM/SIGHUP to it (it
-# then saves a checkpoint and a partial bot). A terminal's Ctrl-C reaches the whole
+# The trainer runs in the background so this shell can forward SIGTERM/SIGHUP and SIGUSR1
+# (a batch scheduler's warning before a time limit) to it (it then saves a checkpoint and a
+# partial bot, and exits 128 + the signal). A terminal's Ctrl-C reaches the whole
 # foreground group, the trainer included; `tee -i` ignores it so the last lines still land.
 "$PY" -m cosmic_curriculum train "$@" > >(tee -ia "$log") 2>&1 &
 child=$!
 forward() { kill -s "$1" "$child" 2>/dev/null; }
 trap 'forward TERM' TERM
+trap 'forward USR1' USR1
 trap 'forward TERM' HUP
 trap 'forward INT' INT
 rc=0
@@ -61,7 +63,7 @@ while :; do
     kill -0 "$child" 2>/dev/null || break
 done
 wait  # the tee of the process substitution
-trap - TERM HUP INT
+trap - TERM USR1 HUP INT
 
 if [ "$rc" -ne 0 ]; then
     exit "$rc"

@@ -4,7 +4,7 @@ A launcher starts an argv (never a shell string) in the workspace and hands back
 handle; the curriculum records the handle's :class:`TrainerRecord` in the state so that a
 run started after a crash can find the work again (:meth:`Launcher.attach`). ``local``
 (:mod:`cosmic_curriculum.launchers.local`) runs the trainer as a process group on this
-machine; a cluster launcher implements the same five methods.
+machine; a cluster launcher implements the same methods.
 """
 
 from __future__ import annotations
@@ -87,6 +87,12 @@ class Launcher(Protocol):
         """The work an earlier run recorded: a handle to follow it, or what became of it."""
         ...
 
+    def ended_by(self, handle: Handle) -> str | None:
+        """Once ``result(handle)`` is not None: a short reason when a time limit or a
+        preemption ended the work (``TIMEOUT``, ``PREEMPTED``, ``NODE_FAIL``, ``SIGTERM``
+        from outside, ...), which the curriculum continues; None otherwise."""
+        ...
+
 
 @dataclass
 class RunOutcome:
@@ -95,6 +101,8 @@ class RunOutcome:
     returncode: int | None
     timed_out: bool = False
     last_progress: dict[str, Any] | None = None
+    # Launcher.ended_by: a time limit or preemption ended it (then it is continued).
+    ended_by: str | None = None
 
 
 def watch(
@@ -123,7 +131,7 @@ def watch(
         launcher,
         [],
         lambda _key: None,  # nothing queued: never called
-        lambda _key, outcome: outcomes.append(outcome),
+        lambda _key, outcome: outcomes.append(outcome),  # None: nothing continued here
         running={None: handle},
         on_progress=forward,
         on_poll=on_poll,
@@ -148,7 +156,7 @@ def watch_many(
     launcher: Launcher,
     queue: Sequence[Key],
     start: Callable[[Key], Handle | None],
-    on_done: Callable[[Key, RunOutcome], None],
+    on_done: Callable[[Key, RunOutcome], Handle | None],
     *,
     running: Mapping[Key, Handle] | None = None,
     cap: int = 1,
@@ -162,7 +170,8 @@ def watch_many(
 
     ``running`` is work already under way (found again after a crash); ``queue`` is work to
     start, in order, with ``start(key)`` (None: it did not start, and said so itself)
-    whenever fewer than ``cap`` run. ``on_done(key, outcome)`` is told as each ends, and
+    whenever fewer than ``cap`` run. ``on_done(key, outcome)`` is told as each ends (a
+    handle it returns is that key's work continued, watched in its place), and
     ``timeout`` applies to each from when it is watched: it is then stopped. Any exception
     while waiting stops every piece still running before it propagates.
     """
@@ -201,8 +210,12 @@ def watch_many(
                     code = launcher.result(watched.handle)
                 if code is not None or watched.outcome.timed_out:
                     watched.outcome.returncode = code
+                    if code is not None and not watched.outcome.timed_out:
+                        watched.outcome.ended_by = launcher.ended_by(watched.handle)
                     del live[key]
-                    on_done(key, watched.outcome)
+                    again = on_done(key, watched.outcome)
+                    if again is not None:
+                        live[key] = _Watched(again, RunOutcome(returncode=None), deadline())
             if live:
                 if on_poll is not None:
                     on_poll()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -22,6 +23,9 @@ from cosmic_curriculum.launchers import DEFAULT_GRACE_SECONDS, Handle, LaunchSpe
 from cosmic_curriculum.system import processes as runner
 
 TAG_ENV = "COSMIC_CURRICULUM_ATTEMPT"
+# What a machine's shutdown or a scheduler sends before it ends the work (SIGINT is a
+# user's own Ctrl-C, which also reaches the run: never a continuation).
+OUTSIDE_SIGNALS = (signal.SIGTERM, signal.SIGUSR1)
 
 
 class LocalProcess:
@@ -34,6 +38,7 @@ class LocalProcess:
         self.pgid = popen.pid  # start_new_session makes the child its group's leader
         self.start_time = runner.process_start_time(popen.pid)
         self.tailer = tailer
+        self.stopped = False  # our own stop() signalled it (then no signal is "outside")
 
     def record(self) -> TrainerRecord:
         return TrainerRecord(self.pgid, self.pid, self.start_time, self.tag)
@@ -98,8 +103,22 @@ class LocalLauncher:
         runner.stop_processes(runner.tagged_processes(TAG_ENV, proc.tag), grace=2.0)
         return code
 
+    def ended_by(self, handle: Handle) -> str | None:
+        """A trainer that a SIGTERM or SIGUSR1 our stop() did not send ended (a cloud VM's
+        shutdown, a ``kill -TERM`` from outside): it saved a step checkpoint on the way out
+        (exit 128 + the signal) or was killed by it outright."""
+        proc = _own(handle)
+        code = proc.popen.returncode
+        if proc.stopped or code is None:
+            return None
+        for sig in OUTSIDE_SIGNALS:
+            if code in (128 + sig, -sig):
+                return f"{sig.name} from outside"
+        return None
+
     def stop(self, handle: Handle, grace: float = DEFAULT_GRACE_SECONDS) -> None:
         proc = _own(handle)
+        proc.stopped = True
         runner.stop_group(proc.pgid, grace, reap=proc.popen.poll)
         runner.stop_processes(runner.tagged_processes(TAG_ENV, proc.tag), grace)
         with contextlib.suppress(subprocess.TimeoutExpired):

@@ -60,6 +60,7 @@ class RayJob:
         self.written = 0
         self.partial = ""
         self.fetched_at = 0.0
+        self.message = ""  # how Ray says the job ended: "<error_type>: <message>"
 
     def record(self) -> TrainerRecord:
         return TrainerRecord(None, None, None, self.tag, self.launch_id)
@@ -123,12 +124,21 @@ class RayLauncher:
         if status not in TERMINAL:
             return None
         self.stream(job, force=True)  # the last lines before the exit status
+        kind = getattr(info, "error_type", None)
+        job.message = f"{getattr(kind, 'value', kind) or ''}: {getattr(info, 'message', '') or ''}"
         code = getattr(info, "driver_exit_code", None)
         if status == "SUCCEEDED":
             return 0 if code is None else int(code)
         if code is not None:
             return int(code)
         return -15 if status == "STOPPED" else 1
+
+    def ended_by(self, handle: Handle) -> str | None:
+        """``NODE_FAIL`` when Ray says the job's supervisor died with its node; Ray has
+        no time limits or preemption of its own, so anything else is the job's own end."""
+        kind, _, message = _own(handle).message.partition(": ")
+        died = kind == "JOB_SUPERVISOR_ACTOR_DIED" and "node" in message.lower()
+        return "NODE_FAIL" if died else None
 
     def stop(self, handle: Handle, grace: float = DEFAULT_GRACE_SECONDS) -> None:
         job = _own(handle)

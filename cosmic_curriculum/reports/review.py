@@ -51,6 +51,24 @@ def rule_verdicts(row: dict[str, Any]) -> str:
     return ", ".join(f"{r.get('rule')}: {r.get('verdict')}" for r in row.get("rules") or [])
 
 
+def entry_continuations(entry: LogEntry) -> list[dict[str, Any]]:
+    """The continuations of a decided attempt: its own, then each candidate's with its
+    ``candidate`` k ({reason, at, checkpoint, launch_id} each)."""
+    found = [dict(c) for c in entry.continuations or []]
+    for c in entry.candidates or []:
+        found += [{**x, "candidate": c.get("k")} for x in c.get("continuations") or []]
+    return found
+
+
+def continued_note(continuations: Sequence[dict[str, Any]]) -> str:
+    """``continued 2x: TIMEOUT, PREEMPTED`` (a candidate's reason names it: ``(c2)``)."""
+    reasons = [
+        str(c.get("reason")) + (f" (c{c['candidate']})" if c.get("candidate") else "")
+        for c in continuations
+    ]
+    return f"continued {len(reasons)}x: {', '.join(reasons)}"
+
+
 def attempt_row(entry: LogEntry, margin: float | None) -> dict[str, Any]:
     """One decided attempt as plain data (for tables, JSON and reviews): the head-to-head
     counts when the record had them, the threshold rule's figures (``threshold``) and,
@@ -68,6 +86,8 @@ def attempt_row(entry: LogEntry, margin: float | None) -> dict[str, Any]:
         "eval_id": entry.eval_id,
         "summary": entry.summary,
     }
+    if continuations := entry_continuations(entry):
+        row["continuations"] = continuations
     if isinstance(counts.get("threshold"), dict):
         row["threshold"] = dict(counts["threshold"])
     if isinstance(counts.get("rules"), list):

@@ -20,7 +20,12 @@ from cosmic_curriculum.core.next_action import REASON_HINT, next_action
 from cosmic_curriculum.evaluation import stats
 from cosmic_curriculum.progress import parse_progress_line
 from cosmic_curriculum.reports import md_text
-from cosmic_curriculum.reports.review import rule_verdicts, threshold_figures
+from cosmic_curriculum.reports.review import (
+    continued_note,
+    entry_continuations,
+    rule_verdicts,
+    threshold_figures,
+)
 from cosmic_curriculum.scoring import signed
 from cosmic_curriculum.workspace.config import BuiltinReference, CurriculumConfig
 from cosmic_curriculum.workspace.layout import Layout, experiment_name
@@ -120,6 +125,8 @@ def _row(layout: Layout, label: str, entry: LogEntry, record: dict[str, Any] | N
         row.note = f"{entry.override}: {entry.reason or ''}".rstrip(": ")
     elif entry.forced_retry:
         row.note = f"forced retry: {entry.reason or ''}".rstrip(": ")
+    if continuations := entry_continuations(entry):
+        row.note = "; ".join(filter(None, [row.note, continued_note(continuations)]))
     counts = {**(entry.eval or {}), **(record or {})}
     figures = (entry.eval or {}).get("threshold")
     if isinstance(figures, dict):

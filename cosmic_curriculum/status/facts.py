@@ -21,7 +21,7 @@ from cosmic_curriculum.workspace.trainer_log import latest_progress
 
 if TYPE_CHECKING:  # the models import pydantic: `status` loads them only on a cache miss
     from cosmic_curriculum.workspace.config import CurriculumConfig
-    from cosmic_curriculum.workspace.state import LogEntry
+    from cosmic_curriculum.workspace.state import Continuation, LogEntry
 
 RUN = "cosmic-curriculum run"
 # Rows past the configured stages come from the state alone, and a hand-edited state can
@@ -117,6 +117,7 @@ def stored_facts(ws: Path, cfg_path: Path) -> dict[str, Any]:
             "interrupted": flight.interrupted,
             "error": flight.error,
             "last_progress": flight.last_progress,
+            "continuations": _continuations(flight.continuations),
             # each recorded trainer group, to tell an orphan that outlived its run
             "trainers": [
                 {"experiment": name, "pgid": pgid, "pid": pid, "start": start}
@@ -142,6 +143,7 @@ def stored_facts(ws: Path, cfg_path: Path) -> dict[str, Any]:
                     "chosen": c.k == flight.chosen,
                     "error": c.error,
                     "last_progress": c.last_progress,
+                    "continuations": _continuations(c.continuations),
                 }
                 for c in flight.candidates
             ]
@@ -170,6 +172,10 @@ def stored_facts(ws: Path, cfg_path: Path) -> dict[str, Any]:
     }
     result: dict[str, Any] = json.loads(json.dumps(data))  # the same, cached or not
     return result
+
+
+def _continuations(done: list[Continuation] | None) -> list[dict[str, Any]]:
+    return [c.model_dump(mode="json", exclude_none=True) for c in done or []]
 
 
 _SUMMARY_INTERVAL = re.compile(r"gap (\S+ ± \S+), Elo (\S+ ± \S+)")

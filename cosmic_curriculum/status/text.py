@@ -17,7 +17,7 @@ import unicodedata
 from collections.abc import Sequence
 from typing import Any, TextIO
 
-from cosmic_curriculum.reports.review import pct, rule_verdicts, threshold_figures
+from cosmic_curriculum.reports.review import continued_note, pct, rule_verdicts, threshold_figures
 from cosmic_curriculum.system.terminal import printable
 
 MIN_DECISION_WIDTH = 8
@@ -91,6 +91,8 @@ def _decision(row: dict[str, Any]) -> str:
         decision += f" (forced retry: {row['reason']})"
     if rule_verdicts(row):
         decision += f" ({rule_verdicts(row)})"
+    if row.get("continuations"):
+        decision += f" ({continued_note(row['continuations'])})"
     if row.get("interval"):
         decision += f"\n{row['interval']}"
     return decision
@@ -203,6 +205,8 @@ def live_lines(live: dict[str, Any], flight: dict[str, Any] | None) -> list[str]
         doing = f"  {flight['experiment']}: {flight['phase']}"
         if live["timesteps"] is not None:
             doing += f", {progress_text(live)}"
+        if flight.get("continuations"):
+            doing += f", {continued_note(flight['continuations'])}"
         lines.append(doing)
     return lines
 
@@ -217,6 +221,8 @@ def in_flight_line(flight: dict[str, Any]) -> str:
     progress = flight.get("last_progress")
     if progress:
         text += f" — {progress.get('timesteps', 0):,}/{progress.get('total', 0):,} steps"
+    if flight.get("continuations"):
+        text += f" — {continued_note(flight['continuations'])}"
     return text
 
 
@@ -228,6 +234,8 @@ def candidate_line(candidate: dict[str, Any]) -> str:
         text += f", {progress.get('timesteps', 0):,}/{progress.get('total', 0):,} steps"
     if candidate.get("score") is not None:
         text += f", score {candidate['score']:.3f}"
+    if candidate.get("continuations"):
+        text += f", {continued_note(candidate['continuations'])}"
     if candidate.get("chosen"):
         text += " (chosen; its fresh re-evaluation decides)"
     if candidate.get("error"):

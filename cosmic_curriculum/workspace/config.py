@@ -36,6 +36,7 @@ from cosmic_curriculum.defaults import (
     DECISION_TICKS,
     EVAL_EPISODES,
     LAUNCHER_KIND,
+    MAX_CONTINUATIONS,
     MAX_RETRIES,
     N_PARALLEL,
     NOTIFY_ON,
@@ -51,9 +52,7 @@ from cosmic_curriculum.defaults import (
     seconds_problem,
 )
 from cosmic_curriculum.workspace.env_config import EnvOverride, EnvSpec, check_envs, merged_env
-
-# Re-exported: the config's readers name the gate's settings from here.
-from cosmic_curriculum.workspace.gate_settings import GateSettings as GateSettings
+from cosmic_curriculum.workspace.gate_settings import GateSettings as GateSettings  # re-exported
 
 if TYPE_CHECKING:
     from cosmic_curriculum.workspace.trainer_config import TrainerConfig
@@ -109,8 +108,7 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
-# `candidates = K` (docs/SCALING.md): bounded, so a typo never submits 1000 trainings.
-MAX_CANDIDATES = 64
+MAX_CANDIDATES = 64  # `candidates = K` (docs/SCALING.md): a typo never submits 1000 jobs
 
 
 class ExecReference(_Strict):
@@ -199,11 +197,11 @@ class StageConfig(_Strict):
 class LauncherConfig(_Strict):
     """Where trainings run (`[launcher]`): this machine, or a Ray cluster (docs/SCALING.md).
 
-    ``address``: the Ray dashboard (Jobs API); empty means ``RAY_ADDRESS``, then a local
-    ``ray start --head`` (``http://127.0.0.1:8265``), never a cluster started silently.
-    ``num_gpus``, ``num_cpus``, ``memory`` (bytes): what each training asks for; ``env``:
-    its extra environment variables (either launcher); ``request_timeout``: per call.
-    """
+    ``address``: the Ray dashboard (Jobs API); empty: ``RAY_ADDRESS``, then a local ``ray
+    start --head`` (``http://127.0.0.1:8265``), never a cluster started silently. ``num_gpus``,
+    ``num_cpus``, ``memory`` (bytes): what each training asks for; ``env``: its extra
+    environment (either launcher); ``request_timeout``: per call; ``max_continuations``: the
+    relaunches of one training that a time limit or preemption ended (docs/SCALING.md)."""
 
     kind: Literal["local", "ray"] = LAUNCHER_KIND
     address: Arg | None = None
@@ -213,6 +211,7 @@ class LauncherConfig(_Strict):
     env: dict[str, Arg] = Field(default_factory=dict)
     request_timeout: RaySeconds = RAY_REQUEST_TIMEOUT_SECONDS
     max_parallel: int | None = Field(None, ge=1)
+    max_continuations: int = Field(MAX_CONTINUATIONS, ge=0)
     # The evaluation_command as a Ray Job too (the built-in evaluator always runs here).
     evaluate_remote: bool = False
 

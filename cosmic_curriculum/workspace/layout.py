@@ -251,11 +251,13 @@ class Layout(NamedTuple):
         """What marks every process one attempt's training (or evaluation) started."""
         return f"{self.root}:{experiment}:{role}"
 
-    def launch_id(self, experiment: str, started_at: str) -> str:
+    def launch_id(self, experiment: str, started_at: str, continuation: int = 0) -> str:
         """The id one launch of an attempt is submitted under (unique per launch, and
-        computed again from the saved state after a crash)."""
+        computed again from the saved state after a crash); its ``continuation``-th
+        continuation (1, 2, ...) adds ``-cont<n>``, unique even within the same second."""
         digest = hashlib.sha256(f"{self.root}\0{experiment}\0{started_at}".encode()).hexdigest()
-        return f"cosmic-{experiment}-{digest[:12]}"
+        suffix = f"-cont{continuation}" if continuation else ""
+        return f"cosmic-{experiment}-{digest[:12]}{suffix}"
 
     def rel(self, path: Path) -> str:
         """``path`` relative to the workspace when it is inside, else as given."""

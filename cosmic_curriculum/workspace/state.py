@@ -37,6 +37,19 @@ Decision = Literal["pass", "fail"]
 _safe_experiment = check_experiment
 
 
+class Continuation(BaseModel):
+    """One new launch of a training that a time limit or preemption ended: why, when
+    (its launch time, which names it: ``Layout.launch_id``), from which step checkpoint
+    (None: none was saved yet, so the attempt's training started over)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    reason: str
+    at: str
+    checkpoint: str | None = None
+    launch_id: str = ""
+
+
 class Candidate(BaseModel):
     """One of the K trainings of an attempt with ``candidates = K > 1`` (experiment
     ``<attempt's experiment>-c{k}``, trained with ``--seed k``), recorded like an attempt's
@@ -60,6 +73,7 @@ class Candidate(BaseModel):
     eval_launched_at: str | None = None  # evaluate_remote: its evaluation job's launch time
     eval_id: str | None = None  # its evaluation against the stage's reference
     score: float | None = None  # that evaluation's score (wins + draws / 2) / episodes
+    continuations: list[Continuation] | None = None  # see Attempt.continuations
 
     _experiment = field_validator("experiment")(_safe_experiment)
 
@@ -107,6 +121,11 @@ class Attempt(BaseModel):
     # The reference the attempt started with, once stages.toml changed it before the
     # attempt played it (`reference` is then what its evaluation plays).
     reference_was: str | None = None
+    # Each relaunch of its training after a time limit or preemption ended it (never a
+    # retry: `attempt` stays), bounded by [launcher] max_continuations; the log entry
+    # keeps them. `interrupted_by`: the signal that stopped the last run in flight.
+    continuations: list[Continuation] | None = None
+    interrupted_by: str | None = None
 
     _experiment = field_validator("experiment")(_safe_experiment)
 
@@ -139,6 +158,9 @@ class LogEntry(BaseModel):
     # one (this entry's experiment) has "chosen": true. Its `eval_id` is the evaluation
     # that picked it; the entry's own `eval_id` is the fresh one that decided.
     candidates: list[dict[str, Any]] | None = None
+    # The attempt's continuations ({reason, at, checkpoint, launch_id} each); a
+    # candidate's are in its own dict of `candidates`.
+    continuations: list[dict[str, Any]] | None = None
 
     _experiment = field_validator("experiment")(_safe_experiment)
 

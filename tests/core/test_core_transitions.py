@@ -28,6 +28,8 @@ EVENTS: dict[str, t.Event] = {
     "TrainerStarted": t.TrainerStarted(pgid=41, pid=41, start_time=7),
     "Trained": t.Trained({"timesteps": 9, "total": 9}),
     "TrainingFailed": t.TrainingFailed("training command exited with status 1"),
+    "TrainingContinued": t.TrainingContinued("TIMEOUT", NOW, "checkpoints/x/step_5.zip", "id-c1"),
+    "CandidateContinued": t.CandidateContinued(2, "PREEMPTED", NOW, None, "id-c2-cont1"),
     "CandidateLaunched": t.CandidateLaunched(2, resume=None, now=NOW),
     "CandidateStarted": t.CandidateStarted(2, pgid=43, pid=43, start_time=8),
     "CandidateTrained": t.CandidateTrained(2, {"timesteps": 9, "total": 9}),
@@ -61,6 +63,8 @@ TABLE: dict[str, tuple[str, ...]] = {
     "TrainerStarted": (_, "training", _, _, _, _),
     "Trained": (_, "trained", _, _, _, _),
     "TrainingFailed": (_, "training", _, _, _, _),
+    "TrainingContinued": (_, "training", _, _, _, _),
+    "CandidateContinued": (_, "training", _, _, _, _),
     "CandidateLaunched": (_, "training", _, _, _, _),
     "CandidateStarted": (_, "training", _, _, _, _),
     "CandidateTrained": (_, "training", _, _, _, _),
@@ -112,6 +116,7 @@ def state_in(phase: str, flight_attempt: int | None = None, **fields: Any) -> Cu
 # The candidate events act on an attempt with candidates (`candidates = K > 1`): the
 # phases of its candidates 1..3 that each event needs (the others run on a K = 1 attempt).
 CANDIDATE_PHASES: dict[str, tuple[str, ...]] = {
+    "CandidateContinued": ("trained", "training", "failed"),
     "CandidateLaunched": ("trained", "failed", "training"),
     "CandidateStarted": ("trained", "training", "training"),
     "CandidateTrained": ("trained", "training", "failed"),
@@ -417,6 +422,8 @@ STATUS_TABLE: dict[str, tuple[str, str, str]] = {
     "TrainerStarted": ("in_progress", _, _),
     "Trained": ("in_progress", _, _),
     "TrainingFailed": ("in_progress", _, _),
+    "TrainingContinued": ("in_progress", _, _),
+    "CandidateContinued": ("in_progress", _, _),
     "CandidateLaunched": ("in_progress", _, _),
     "CandidateStarted": ("in_progress", _, _),
     "CandidateTrained": ("in_progress", _, _),

@@ -8,18 +8,23 @@ mapping experiment names (or ``"*"``) to settings:
 ``mode``: ``ok`` (default) | ``fail`` (exit 3 after some output) | ``hang`` (never ends) |
 ``no_artifacts`` (exit 0 without final.zip/bot) | ``corrupt_bot`` (bot is not JSON) |
 ``fail_once`` (fail the first run of this experiment, succeed afterwards) | ``killed``
-(SIGKILLs itself after some output, like the kernel's OOM killer);
+(SIGKILLs itself after some output, like the kernel's OOM killer) | ``pause_once`` (the
+first run of this experiment records ``paused`` after two steps and waits for a signal,
+as a training a scheduler or a machine's shutdown is about to end; later runs are ``ok``);
 ``steps`` (progress updates, default 4); ``step_seconds`` (default 0.02);
 ``bot_source`` (copy this bot file as the result, e.g. a real bot for the built-in
 evaluator).
 
 Every run appends ``{"event": "start"|"done", "experiment", "resume", "argv", "pid"}`` to
-``fake_runs.jsonl`` in the workspace so tests can count trainings. A ``trap`` of SIGTERM
-is honoured: the process exits promptly (like a real trainer).
+``fake_runs.jsonl`` in the workspace so tests can count trainings (and ``overlap`` when
+another run of the same experiment is alive: two trainers at once). SIGTERM and SIGUSR1
+are honoured as a real trainer does: exit 128 + the signal promptly (its step checkpoints
+are on disk).
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import signal
@@ -59,13 +64,21 @@ def main() -> int:
             entry = json.loads(line)
             if entry["event"] == "start" and entry["experiment"] == exp:
                 runs_before += 1
-    if mode == "fail_once":
-        mode = "fail" if runs_before == 0 else "ok"
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    record("start", experiment=exp, resume=resume, argv=argv)
-    print(f"fake trainer: {exp} resume={resume} total={total}", flush=True)
+    if mode in ("fail_once", "pause_once"):
+        mode = mode.removesuffix("_once") if runs_before == 0 else "ok"
+    for sig in (signal.SIGTERM, signal.SIGUSR1):
+        signal.signal(sig, lambda signum, _: sys.exit(128 + signum))
     ckpt = Path("checkpoints") / exp
     ckpt.mkdir(parents=True, exist_ok=True)
+    # Held while this run lives; beside the scripts, outside the workspace's files.
+    scripts = Path(os.environ.get("FAKE_TRAINER_SCRIPT", "checkpoints/-")).parent
+    alive = open(scripts / f"{exp}.alive", "w")  # noqa: SIM115
+    try:
+        fcntl.flock(alive, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        record("overlap", experiment=exp)
+    record("start", experiment=exp, resume=resume, argv=argv)
+    print(f"fake trainer: {exp} resume={resume} total={total}", flush=True)
     start_step = 0
     if resume and Path(resume).name.startswith("step_") and Path(resume).parent == ckpt:
         start_step = int(Path(resume).stem.split("_")[1])
@@ -92,6 +105,10 @@ def main() -> int:
             return 3
         if mode == "killed" and i >= 2:
             os.kill(os.getpid(), signal.SIGKILL)
+        if mode == "pause" and i == 2:
+            record("paused", experiment=exp, step=min(done, total))
+            while True:
+                time.sleep(60)  # until the signal that ends it (exit 128 + signal)
         if mode != "hang" and done >= total:
             break
     if mode == "no_artifacts":

@@ -113,3 +113,35 @@ def test_launcher_env_of_the_config_reaches_the_local_trainer(tmp_path: Path) ->
     proc = launcher.start(_spec(tmp_path, [sys.executable, "-c", code]))
     assert watch(launcher, proc).returncode == 0
     assert (tmp_path / "logs" / "x.log").read_text().split() == ["x", "y", "1"]
+
+
+# A trainer that a signal from outside ends: handled (exit 128 + it, as the built-in
+# trainers do after saving), or not (killed by it); a plain failure ends by itself.
+ENDINGS = [
+    (
+        "import os,signal; signal.signal(signal.SIGTERM, lambda *_: os._exit(143));"
+        " os.kill(os.getpid(), signal.SIGTERM); signal.pause()",
+        "SIGTERM from outside",
+    ),
+    ("import os,signal; os.kill(os.getpid(), signal.SIGUSR1)", "SIGUSR1 from outside"),
+    ("import sys; sys.exit(128 + 10)", "SIGUSR1 from outside"),
+    ("import os,signal; os.kill(os.getpid(), signal.SIGINT)", None),  # a Ctrl-C: not ours
+    ("import sys; sys.exit(1)", None),
+    ("pass", None),
+]
+
+
+@pytest.mark.parametrize(("code", "reason"), ENDINGS)
+def test_ended_by_names_a_signal_from_outside(tmp_path: Path, code: str, reason: str) -> None:
+    outcome = watch(LOCAL, LOCAL.start(_spec(tmp_path, [sys.executable, "-c", code])))
+    assert outcome.ended_by == reason
+
+
+def test_our_own_stop_is_never_an_ending_from_outside(tmp_path: Path) -> None:
+    code = (
+        "import signal,sys; signal.signal(signal.SIGTERM, lambda *_: sys.exit(143)); signal.pause()"
+    )
+    proc = LOCAL.start(_spec(tmp_path, [sys.executable, "-c", code]))
+    outcome = watch(LOCAL, proc, timeout=0.5)  # --attempt-timeout: our stop() sends TERM
+    assert outcome.timed_out and LOCAL.result(proc) == 143
+    assert outcome.ended_by is None and LOCAL.ended_by(proc) is None

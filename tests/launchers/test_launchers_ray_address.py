@@ -179,3 +179,27 @@ def test_run_against_a_silent_dashboard_is_one_line_before_training(
     assert len(lines) == 1, result.stderr  # no Ray log lines, no traceback
     assert "no answer within 1 s" in lines[0]
     assert trainer_runs(ws) == []
+
+
+@pytest.mark.parametrize(
+    ("ended", "reason"),
+    [
+        (
+            "JOB_SUPERVISOR_ACTOR_DIED: Job supervisor actor died: The actor died because its "
+            "node has died. Node Id: 5f2c",
+            "NODE_FAIL",
+        ),
+        ("JOB_SUPERVISOR_ACTOR_DIED: Job supervisor actor died: killed by ray.kill", None),
+        ("JOB_ENTRYPOINT_COMMAND_ERROR: Job entrypoint command failed with exit code 1", None),
+        (": Job finished successfully.", None),
+    ],
+)
+def test_ray_says_a_job_was_ended_by_its_node_only_when_the_node_died(
+    tmp_path: Path, ended: str, reason: str | None
+) -> None:
+    # How `result` records Ray's job info (error_type: message); no cluster needed.
+    from cosmic_curriculum.launchers.ray import RayJob
+
+    job = RayJob(tmp_path / "x.log", "cosmic-x-0123456789ab", "tag")
+    job.message = ended
+    assert RayLauncher(LauncherConfig(kind="ray")).ended_by(job) == reason
