@@ -283,6 +283,7 @@ def seconds_problem(value: float, kind: str, *, quote: bool = True) -> str | Non
     got = f" (got {value:g})" if quote else ""
     return f"must be a finite number of seconds {seconds_range(kind)}{got}"
 
+
 # --- compare (does the curriculum pay?) -------------------------------------------------
 
 # The arms `compare` trains without --arms: the curriculum against its last stage alone.
@@ -306,3 +307,8 @@ COMPARE_DIR: Final = "compare"
 COMPARE_ARM_TIMEOUT_SECONDS: Final = 30 * 24 * HOUR
 # Seconds between compare's progress lines (each arm's stage and timesteps so far).
 COMPARE_PROGRESS_SECONDS: Final = 60.0
+# A stopped compare gives each arm's `run` this long after SIGTERM (it stops its trainer,
+# saving, and records the interrupt) before SIGKILL.
+COMPARE_STOP_GRACE_SECONDS: Final = 60.0
+# The verdict's significance level: a one-sided exact rank test over the seeds at this p.
+COMPARE_ALPHA: Final = 0.05

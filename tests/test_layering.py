@@ -47,7 +47,9 @@ ALLOWED: dict[str, set[str]] = {
         *("bots", "vcs"),
         *("system", "progress", *LEAVES),
     },
+    "compare": {"envs", "evaluation", "workspace", "vcs", "system", "progress", *LEAVES},
     "cli": {
+        "compare",
         *("tracking", "curriculum", "status", "reports", "train", "evaluation", "envs"),
         "launchers",
         *("workspace", "core", "bots", "arena", "vcs", "system", "progress", *LEAVES),

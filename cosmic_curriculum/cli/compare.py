@@ -27,7 +27,9 @@ def _seeds(text: str, extra: list[str]) -> tuple[int, ...]:
     try:
         return tuple(int(p) for p in parts)
     except ValueError:
-        raise fail(f"--seeds {' '.join(parts)}: seeds are whole numbers, e.g. --seeds 0 1 2", 2) from None
+        raise fail(
+            f"--seeds {' '.join(parts)}: seeds are whole numbers, e.g. --seeds 0 1 2", 2
+        ) from None
 
 
 @app.command(
@@ -51,7 +53,9 @@ def compare_command(
     ] = " ".join(map(str, COMPARE_SEEDS)),
     json_out: Annotated[
         Path | None,
-        typer.Option("--json", help=f"Also write the study's JSON here [always: {COMPARE_DIR}/compare.json]."),
+        typer.Option(
+            "--json", help=f"Also write the study's JSON here [always: {COMPARE_DIR}/compare.json]."
+        ),
     ] = None,
     plot: Annotated[
         Path | None,

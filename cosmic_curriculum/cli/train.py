@@ -148,10 +148,14 @@ def train_env_command(
     ] = None,
     n_envs: Annotated[int, typer.Option(help="Envs stepped side by side.")] = ENV_N_ENVS,
     checkpoint_every: Annotated[
-        int, typer.Option(help="Timesteps between step checkpoints (checkpoints/<name>/step_<n>.zip).")
+        int,
+        typer.Option(help="Timesteps between step checkpoints (checkpoints/<name>/step_<n>.zip)."),
     ] = ENV_CHECKPOINT_EVERY_TIMESTEPS,
     keep_checkpoints: Annotated[
-        int, typer.Option(help="Step checkpoints kept (the newest; `compare` keeps more for its curves).")
+        int,
+        typer.Option(
+            help="Step checkpoints kept (the newest; `compare` keeps more for its curves)."
+        ),
     ] = ENV_KEEP_CHECKPOINTS,
     vec_env: Annotated[
         str,

@@ -20,11 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cosmic_curriculum.defaults import COMPARE_STOP_GRACE_SECONDS
 from cosmic_curriculum.errors import CompareError
 from cosmic_curriculum.workspace import layout as L
 
 POLL_SECONDS = 0.5
-STOP_GRACE_SECONDS = 60.0
 
 
 @dataclass
@@ -64,13 +64,16 @@ def train_arms(
     timeout: float,
     progress_every: float,
     say: Callable[[str], None],
+    on_trained: Callable[[ArmRun], None],
 ) -> None:
-    """Run every arm that has not finished, ``parallel`` at a time; raises CompareError
-    naming the arms whose run failed (after the others have ended)."""
+    """Run every arm that has not finished, ``parallel`` at a time, calling
+    ``on_trained(arm)`` for each trained one (those trained before first); raises
+    CompareError naming the arms whose run failed (after the others have ended)."""
     todo = [r for r in runs if not finished(r.ws)]
     for r in runs:
         if r not in todo:
             say(f"{r.name}: trained ({_status(r.ws)})")
+            on_trained(r)
     live: list[ArmRun] = []
     failed: list[str] = []
     last_report = time.monotonic()
@@ -93,6 +96,7 @@ def train_arms(
                     minutes = (time.monotonic() - r.started) / 60
                     if finished(r.ws):
                         say(f"{r.name}: {_status(r.ws)} after {minutes:.1f} min")
+                        on_trained(r)
                     else:
                         failed.append(f"{r.name} (exit {r.proc.returncode})")
             if live and time.monotonic() - last_report >= progress_every:
@@ -133,17 +137,23 @@ def _stop(r: ArmRun) -> None:
     with contextlib.suppress(ProcessLookupError):
         r.proc.send_signal(signal.SIGTERM)
     try:
-        r.proc.wait(STOP_GRACE_SECONDS)
+        r.proc.wait(COMPARE_STOP_GRACE_SECONDS)
     except subprocess.TimeoutExpired:
         r.proc.kill()
         r.proc.wait()
 
 
 def _progress(ws: Path) -> str:
+    """The arm's training now: its experiment and the trainer's last @progress line."""
+    from cosmic_curriculum.workspace.trainer_log import latest_progress
+
     state = arm_status(ws) or {}
     flight = state.get("in_flight") or {}
-    stage = flight.get("experiment") or "starting"
-    prog = flight.get("last_progress") or {}
-    if "timesteps" in prog and "total" in prog:
-        return f"{stage}: {prog['timesteps']:,}/{prog['total']:,} timesteps"
-    return f"{stage}: {flight.get('phase', 'preflight')}"
+    stage = flight.get("experiment")
+    if not isinstance(stage, str):
+        return "preflight"
+    prog = latest_progress(L.Layout(ws).log(stage)) or {}
+    if flight.get("phase") == "training" and "timesteps" in prog:
+        fps = f", {prog['fps']:,.0f} steps/s" if isinstance(prog.get("fps"), float) else ""
+        return f"{stage}: {prog['timesteps']:,}/{prog['total']:,} timesteps{fps}"
+    return f"{stage}: {flight.get('phase', 'training')}"

@@ -94,4 +94,6 @@ def _value(value: Any) -> str:
         return "[" + ", ".join(_value(v) for v in value) + "]"
     if isinstance(value, dict):
         return "{" + ", ".join(f"{_key(k)} = {_value(v)}" for k, v in value.items()) + "}"
-    raise ValueError(f"stages.toml: a value of type {type(value).__name__} cannot be copied into an arm")
+    raise ValueError(
+        f"stages.toml: a value of type {type(value).__name__} cannot be copied into an arm"
+    )

@@ -58,8 +58,12 @@ def play_checkpoint(checkpoint: Path, probe: Probe, episodes: int) -> dict[str, 
     bot = env_bot_from_model(model, probe.spec, normalizer=norm)
     runner = EnvRunner(bot, min(16, episodes), probe.success_return)
     try:
-        eps = runner.play(bot, episode_seeds(probe.seed, episodes), probe.deterministic,
-                          np.random.default_rng([probe.seed, 1]))
+        eps = runner.play(
+            bot,
+            episode_seeds(probe.seed, episodes),
+            probe.deterministic,
+            np.random.default_rng([probe.seed, 1]),
+        )
     finally:
         runner.close()
     return _result([e.total for e in eps], [e.success for e in eps])
@@ -75,8 +79,12 @@ def play_random(probe: Probe, episodes: int, bot_checkpoint: Path) -> dict[str, 
     runner = EnvRunner(bot, min(16, episodes), probe.success_return)
     try:
         player = RandomPlayer(runner.envs[0].action_space, probe.seed)
-        eps = runner.play(player, episode_seeds(probe.seed, episodes), probe.deterministic,
-                          np.random.default_rng([probe.seed, 2]))
+        eps = runner.play(
+            player,
+            episode_seeds(probe.seed, episodes),
+            probe.deterministic,
+            np.random.default_rng([probe.seed, 2]),
+        )
     finally:
         runner.close()
     return _result([e.total for e in eps], [e.success for e in eps])

@@ -13,7 +13,9 @@ from cosmic_curriculum.system import fsio
 from cosmic_curriculum.system.output_files import write_output
 
 
-def write_outputs(doc: dict[str, Any], ws: Path, json_out: Path | None, plot: Path | None) -> list[str]:
+def write_outputs(
+    doc: dict[str, Any], ws: Path, json_out: Path | None, plot: Path | None
+) -> list[str]:
     """Write everything; the lines to print (the table, the verdict, where files went)."""
     root = ws / COMPARE_DIR
     data = (json.dumps(fsio.without_surrogates_in(doc), indent=1) + "\n").encode()
@@ -25,6 +27,10 @@ def write_outputs(doc: dict[str, Any], ws: Path, json_out: Path | None, plot: Pa
         write_output(json_out, data, "--json")
     if plot is not None:
         write_output(plot, png, "--plot")
-    wrote = [f"{COMPARE_DIR}/compare.json", f"{COMPARE_DIR}/compare.png", f"{COMPARE_DIR}/REPORT.md"]
+    wrote = [
+        f"{COMPARE_DIR}/compare.json",
+        f"{COMPARE_DIR}/compare.png",
+        f"{COMPARE_DIR}/REPORT.md",
+    ]
     wrote += [str(p) for p in (json_out, plot) if p is not None]
     return [*table_lines(doc), f"wrote {', '.join(wrote)}"]

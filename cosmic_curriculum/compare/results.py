@@ -69,17 +69,31 @@ def verdict_lines(
     lines = []
     if study.target is not None:
         for a in arms:
-            lines.append(v.reach_sentence(a, [r["first_target_at"] for r in by_arm[a]], study.target))
+            lines.append(
+                v.reach_sentence(a, [r["first_target_at"] for r in by_arm[a]], study.target)
+            )
     base = arms[0]
     for other in arms[1:]:
-        a = [float(r["final"][key]) for r in by_arm[base]]
-        b = [float(r["final"][key]) for r in by_arm[other]]
-        lines.append(v.compare_values(base, a, other, b, f"final {key.replace('_', ' ')} on {study.config.stages[-1].name}"))
+        mine = [float(r["final"][key]) for r in by_arm[base]]
+        theirs = [float(r["final"][key]) for r in by_arm[other]]
+        lines.append(
+            v.compare_values(
+                base,
+                mine,
+                other,
+                theirs,
+                f"final {key.replace('_', ' ')} on {study.config.stages[-1].name}",
+            )
+        )
         if study.target is not None:
             budget = study.plans[0].total
             ra = v.reach_values([r["first_target_at"] for r in by_arm[base]], budget)
             rb = v.reach_values([r["first_target_at"] for r in by_arm[other]], budget)
-            lines.append(v.compare_values(base, ra, other, rb, f"timesteps to {study.target:g} (fewer is higher)"))
+            lines.append(
+                v.compare_values(
+                    base, ra, other, rb, f"timesteps to {study.target:g} (fewer is higher)"
+                )
+            )
     lines.append(
         "each seed is one training: the episodes bound how well each bot is measured "
         "(the intervals), the seeds how well each arm is"
@@ -89,7 +103,11 @@ def verdict_lines(
 
 def table_lines(doc: dict[str, Any]) -> list[str]:
     """The plain-text table `compare` prints, one row per arm x seed, then the verdict."""
-    head = f"{'arm':<24} {'seed':>4} {'timesteps':>11} {'success (95%)':>22} {'mean return':>11} {'vs ref':>6} {'first ' + str(doc['target']):>12}"
+    first_col = f"first {doc['target']}"
+    head = (
+        f"{'arm':<24} {'seed':>4} {'timesteps':>11} {'success (95%)':>22} "
+        f"{'mean return':>11} {'vs ref':>6} {first_col:>12}"
+    )
     lines = [head]
     for r in doc["arms"]:
         f = r["final"]
@@ -120,13 +138,30 @@ def plot_png(doc: dict[str, Any]) -> bytes:
         colour = colours[arms.index(r["arm"]) % len(colours)]
         pts = sorted(r["points"])
         first = r is next(x for x in doc["arms"] if x["arm"] == r["arm"])
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=".", color=colour, alpha=0.8,
-                label=r["arm"] if first else None)
+        ax.plot(
+            [p[0] for p in pts],
+            [p[1] for p in pts],
+            marker=".",
+            color=colour,
+            alpha=0.8,
+            label=r["arm"] if first else None,
+        )
     if doc["target"] is not None:
-        ax.axhline(doc["target"], color="grey", linestyle="--", linewidth=1, label=f"target {doc['target']:g}")
+        ax.axhline(
+            doc["target"],
+            color="grey",
+            linestyle="--",
+            linewidth=1,
+            label=f"target {doc['target']:g}",
+        )
     ax.set_xlabel("timesteps spent")
-    ax.set_ylabel(("success rate" if doc["measure"] == "success" else "mean return") + f" on {doc['last_stage']}")
-    ax.set_title(f"{doc['env']}: every arm's checkpoints ({len(doc['seeds'])} seeds each)", fontsize=10)
+    ax.set_ylabel(
+        ("success rate" if doc["measure"] == "success" else "mean return")
+        + f" on {doc['last_stage']}"
+    )
+    ax.set_title(
+        f"{doc['env']}: every arm's checkpoints ({len(doc['seeds'])} seeds each)", fontsize=10
+    )
     ax.legend(fontsize=8)
     fig.tight_layout()
     buffer = io.BytesIO()
@@ -138,12 +173,14 @@ def report_md(doc: dict[str, Any], plot_name: str | None) -> str:
     lines = [
         "# Does the curriculum pay? (`cosmic-curriculum compare`)",
         "",
-        f"Arms at {doc['budget']:,} timesteps each, trainer seeds {', '.join(map(str, doc['seeds']))}, "
-        f"measured on the last stage `{doc['last_stage']}` ({doc['env']}): "
-        f"{doc['episodes']['checkpoint']} episodes per checkpoint, {doc['episodes']['final']} per final bot "
+        f"Arms at {doc['budget']:,} timesteps each, trainer seeds "
+        f"{', '.join(map(str, doc['seeds']))}, measured on the last stage `{doc['last_stage']}` "
+        f"({doc['env']}): {doc['episodes']['checkpoint']} episodes per checkpoint, "
+        f"{doc['episodes']['final']} per final bot "
         f"(episode seeds from {doc['eval_seed']}, the same for every arm).",
         "",
-        "| arm | seed | timesteps | success (95% interval) | mean return | vs reference | first " + f"{doc['target']} |",
+        "| arm | seed | timesteps | success (95% interval) | mean return | vs reference | first "
+        + f"{doc['target']} |",
         "|---|---|---|---|---|---|---|",
     ]
     for r in doc["arms"]:

@@ -6,9 +6,12 @@ complete or not at all, `run` resumes an arm, and every measure is cached."""
 from __future__ import annotations
 
 import os
+import threading
 import tomllib
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +28,13 @@ from cosmic_curriculum.compare.arms import (
     spent_offsets,
 )
 from cosmic_curriculum.compare.derive import HEADER, arm_table, toml_text
-from cosmic_curriculum.compare.measure import Cache, Probe, checkpoint_key, play_checkpoint, play_random
+from cosmic_curriculum.compare.measure import (
+    Cache,
+    Probe,
+    checkpoint_key,
+    play_checkpoint,
+    play_random,
+)
 from cosmic_curriculum.compare.workspaces import compare_root, prepare
 from cosmic_curriculum.errors import CompareError, ConfigError, LockError
 from cosmic_curriculum.workspace import layout as L
@@ -89,10 +98,12 @@ def plan_study(opts: CompareOptions) -> Study:
     gate = config.stage_gate(last)
     rules = gate.rule if isinstance(gate.rule, tuple) else (gate.rule,)
     measure = gate.measure if "threshold" in rules else "success"
-    target = opts.target if opts.target is not None else (gate.target if "threshold" in rules else None)
+    target = (
+        opts.target if opts.target is not None else (gate.target if "threshold" in rules else None)
+    )
     probe = Probe(
         spec=config.stage_env(last),
-        algo=config.stage_trainer(last).algo,
+        algo=config.stage_trainer(last).algo or d.ENV_ALGO,
         seed=d.COMPARE_EVAL_SEED,
         success_return=gate.success_return,
         deterministic=gate.deterministic,
@@ -121,15 +132,36 @@ def run_compare(opts: CompareOptions, say: Callable[[str], None]) -> dict[str, A
             f"compare: {len(study.plans)} arms x {len(study.seeds)} seeds at "
             f"{study.plans[0].total:,} timesteps each, {parallel} at a time"
         )
-        train_arms(
-            [r for r, _, _ in runs],
-            parallel=parallel,
-            lock_fd=lock.fd,
-            timeout=opts.arm_timeout,
-            progress_every=d.COMPARE_PROGRESS_SECONDS,
-            say=say,
-        )
-        rows = [_measure(study, r, plan, seed, opts, root, say) for r, plan, seed in runs]
+        # Each arm is measured as soon as it is trained, in one thread beside the
+        # trainings (the measure is numpy and env steps; the trainings are processes).
+        stop = threading.Event()
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            measured: dict[str, Future[dict[str, Any]]] = {}
+            plan_of = {r.name: (plan, seed) for r, plan, seed in runs}
+
+            def on_trained(r: ArmRun) -> None:
+                plan, seed = plan_of[r.name]
+                measured[r.name] = pool.submit(
+                    _measure, study, r, plan, seed, opts, root, say, stop
+                )
+
+            try:
+                train_arms(
+                    [r for r, _, _ in runs],
+                    parallel=parallel,
+                    lock_fd=lock.fd,
+                    timeout=opts.arm_timeout,
+                    progress_every=d.COMPARE_PROGRESS_SECONDS,
+                    say=say,
+                    on_trained=on_trained,
+                )
+            except BaseException:
+                stop.set()  # the measure ends at its next checkpoint (the cache keeps the rest)
+                for future in measured.values():
+                    future.cancel()
+                raise
+            by_arm = sorted(runs, key=lambda r: (study.plans.index(r[1]), study.seeds.index(r[2])))
+            rows = [measured[r.name].result() for r, _, _ in by_arm]
         return document(study, rows, opts)
     finally:
         lock.release()
@@ -137,9 +169,11 @@ def run_compare(opts: CompareOptions, say: Callable[[str], None]) -> dict[str, A
 
 def _arm_runs(study: Study, root: Path, points: int) -> list[tuple[ArmRun, ArmPlan, int]]:
     runs = []
-    for plan in study.plans:
-        every = checkpoint_every(plan.total, points)
-        for seed in study.seeds:
+    # Seed by seed, every arm of a seed before the next seed: a compare stopped early has
+    # the same seeds of every arm trained.
+    for seed in study.seeds:
+        for plan in study.plans:
+            every = checkpoint_every(plan.total, points)
             name = run_name(plan.name, seed)
             table = arm_table(study.raw, plan, seed, every, keep=points + 2)
             text = HEADER.format(arm=plan.name, seed=seed) + toml_text(table)
@@ -160,6 +194,7 @@ def _measure(
     opts: CompareOptions,
     root: Path,
     say: Callable[[str], None],
+    stop: threading.Event,
 ) -> dict[str, Any]:
     """The arm's row: its checkpoints along the way and its final bot on the last stage."""
     state = arm_status(run.ws) or {}
@@ -175,12 +210,18 @@ def _measure(
         ckpts = [(n, p) for n, p in L.step_checkpoints(layout.checkpoint_dir(exp)) if n < total]
         ckpts.append((total, layout.final_checkpoint(exp)))
         for n, path in ckpts:
+            if stop.is_set():
+                raise CompareError("compare: stopped while measuring; run compare again")
             key = checkpoint_key(path, opts.checkpoint_episodes, study.probe.seed)
-            got = cache.get(key, lambda p=path: play_checkpoint(p, study.probe, opts.checkpoint_episodes))
+            got = cache.get(
+                key, partial(play_checkpoint, path, study.probe, opts.checkpoint_episodes)
+            )
             points.append([offset + n, _value(got, study.measure)])
     final_ckpt = layout.final_checkpoint(str(entries[-1]["experiment"]))
     key = checkpoint_key(final_ckpt, opts.final_episodes, study.probe.seed)
-    final = dict(cache.get(key, lambda: play_checkpoint(final_ckpt, study.probe, opts.final_episodes)))
+    final = dict(
+        cache.get(key, lambda: play_checkpoint(final_ckpt, study.probe, opts.final_episodes))
+    )
     ref = cache.get(
         f"random:{opts.final_episodes}:{study.probe.seed}",
         lambda: play_random(study.probe, opts.final_episodes, final_ckpt),

@@ -17,7 +17,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import combinations
 
-ALPHA = 0.05
+from cosmic_curriculum.defaults import COMPARE_ALPHA
+
+ALPHA = COMPARE_ALPHA
 
 
 def first_crossing(points: Sequence[tuple[int, float]], target: float) -> int | None:
@@ -84,13 +86,14 @@ def compare_values(
         )
     p_ab, p_ba = rank_p_value(a, b), rank_p_value(b, a)
     if p_ab <= ALPHA:
-        return f"{what}: {name_a} is higher than {name_b} on the seeds (one-sided rank test p = {p_ab:.3f})"
+        return f"{what}: {name_a} is higher than {name_b} on the seeds ({_rank(p_ab)})"
     if p_ba <= ALPHA:
-        return f"{what}: {name_b} is higher than {name_a} on the seeds (one-sided rank test p = {p_ba:.3f})"
-    return (
-        f"{what}: not shown either way (rank test p = {min(p_ab, p_ba):.3f}; "
-        f"the seeds overlap)"
-    )
+        return f"{what}: {name_b} is higher than {name_a} on the seeds ({_rank(p_ba)})"
+    return f"{what}: not shown either way (rank test p = {min(p_ab, p_ba):.3f}; the seeds overlap)"
+
+
+def _rank(p: float) -> str:
+    return f"one-sided rank test p = {p:.3f}"
 
 
 def reach_sentence(name: str, reached: Sequence[int | None], target: float) -> str:

@@ -38,7 +38,9 @@ def compare_root(ws: Path, dirname: str) -> Path:
     root.mkdir(exist_ok=True)
     ignore = root / ".gitignore"
     if not ignore.exists():
-        fsio.atomic_write_text(ignore, "# cosmic-curriculum compare: arms are their own repositories\n*\n")
+        fsio.atomic_write_text(
+            ignore, "# cosmic-curriculum compare: arms are their own repositories\n*\n"
+        )
     return root
 
 
