@@ -86,7 +86,11 @@ def compare_command(
     only prints."""
     stray = [a for a in ctx.args if not a.lstrip("-").isdigit() or a.startswith("--")]
     if stray:
-        raise fail(f"compare: unexpected argument {stray[0]!r}; see --help", 2)
+        raise fail(
+            f"compare: unexpected argument {stray[0]!r} (--seeds takes whole numbers: "
+            "--seeds 0 1 2); see --help",
+            2,
+        )
     chosen = _seeds(seeds, list(ctx.args))
 
     def go() -> None:
