@@ -94,7 +94,6 @@ def compare_command(
     chosen = _seeds(seeds, list(ctx.args))
 
     def go() -> None:
-        from cosmic_curriculum.compare.output import write_outputs
         from cosmic_curriculum.compare.study import CompareOptions, run_compare
         from cosmic_curriculum.system.output_files import check_output_file
 
@@ -109,14 +108,15 @@ def compare_command(
             points=points,
             checkpoint_episodes=checkpoint_episodes,
             final_episodes=final_episodes,
+            json_out=json_out,
+            plot=plot,
         )
 
         def say(line: str) -> None:
             sys.stdout.write(line + "\n")
             sys.stdout.flush()
 
-        doc = run_compare(opts, say)
-        for line in write_outputs(doc, workspace.resolve(), json_out, plot):
+        for line in run_compare(opts, say):
             say(line)
 
     guarded(go)

@@ -1,24 +1,23 @@
 """Measure an arm's checkpoints on the last stage's env (Gymnasium stages): each SB3
 checkpoint becomes an env bot of that env (its network as trained, whatever room it
 trained in) and plays the same episode seeds as every other checkpoint and arm, with the
-gate's success rule and action choice. Results are cached per arm (atomic writes), so a
-resumed compare measures nothing twice.
+gate's success rule and action choice; the final bots also play the built-in random
+player on the same seeds (the reference the head to head reads).
 """
 
 from __future__ import annotations
 
-import hashlib
 import pickle
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from cosmic_curriculum.compare.arm_rows import Measurer
+from cosmic_curriculum.compare.cache import Cache
 from cosmic_curriculum.envs.evaluate import EnvRunner, RandomPlayer, episode_seeds
 from cosmic_curriculum.errors import CompareError
-from cosmic_curriculum.system import fsio
 from cosmic_curriculum.workspace.env_config import EnvSpec
 
 
@@ -90,25 +89,18 @@ def play_random(probe: Probe, episodes: int, bot_checkpoint: Path) -> dict[str, 
     return _result([e.total for e in eps], [e.success for e in eps])
 
 
-class Cache:
-    """``compare/measures/<run>.json``: every measured checkpoint by its path and sha256."""
+def gymnasium_measurer(probe: Probe, final_episodes: int, measure: str) -> Measurer:
+    """Checkpoints on the last stage's env; the final bots' rows get the random player's
+    returns on the same episode seeds (``reference_returns``)."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.data: dict[str, Any] = {}
-        if path.is_file():
-            loaded = fsio.read_json(path, "compare measures")
-            self.data = loaded if isinstance(loaded, dict) else {}
+    def extra(final: Path, cache: Cache) -> dict[str, Any]:
+        key = f"random:{final_episodes}:{probe.seed}"
+        ref = cache.get(key, lambda: play_random(probe, final_episodes, final))
+        return {"reference_returns": ref["returns"]}
 
-    def get(self, key: str, make: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-        if key not in self.data:
-            self.data[key] = make()
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fsio.atomic_write_json(self.path, self.data)
-        result: dict[str, Any] = self.data[key]
-        return result
-
-
-def checkpoint_key(checkpoint: Path, episodes: int, seed: int) -> str:
-    digest = hashlib.sha256(checkpoint.read_bytes()).hexdigest()[:16]
-    return f"{checkpoint.parent.name}/{checkpoint.name}:{digest}:{episodes}:{seed}"
+    return Measurer(
+        play=lambda path, episodes: play_checkpoint(path, probe, episodes),
+        tag="gymnasium",
+        measure=measure,
+        extra=extra,
+    )

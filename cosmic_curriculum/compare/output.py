@@ -1,5 +1,6 @@
 """Where a comparison's results go: compare/compare.json, compare/compare.png and
-compare/REPORT.md always (atomic writes), the user's --json and --plot as well."""
+compare/REPORT.md always (atomic writes; committed to the workspace's git when it has
+one), the user's --json and --plot as well."""
 
 from __future__ import annotations
 
@@ -7,10 +8,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-from cosmic_curriculum.compare.results import plot_png, report_md, table_lines
+from cosmic_curriculum.compare.render import plot_png, report_md, table_lines
 from cosmic_curriculum.defaults import COMPARE_DIR
 from cosmic_curriculum.system import fsio
 from cosmic_curriculum.system.output_files import write_output
+
+# compare/'s files the workspace's git records; everything else there is the arms'.
+RECORDED = (".gitignore", "compare.json", "compare.png", "REPORT.md")
 
 
 def write_outputs(
@@ -33,4 +37,26 @@ def write_outputs(
         f"{COMPARE_DIR}/REPORT.md",
     ]
     wrote += [str(p) for p in (json_out, plot) if p is not None]
-    return [*table_lines(doc), f"wrote {', '.join(wrote)}"]
+    return [*table_lines(doc), f"wrote {', '.join(wrote)}", *_commit(ws, doc)]
+
+
+def _commit(ws: Path, doc: dict[str, Any]) -> list[str]:
+    """The study's files into the workspace's git (the arms stay out: their own
+    repositories); a failure is a warning, the files are on disk."""
+    from cosmic_curriculum.errors import GitError
+    from cosmic_curriculum.vcs.commit import commit_paths
+    from cosmic_curriculum.vcs.repo import is_repo
+
+    if not is_repo(ws):
+        return []
+    paths = [f"{COMPARE_DIR}/{name}" for name in RECORDED]
+    arms = len({r["arm"] for r in doc["arms"]})
+    message = (
+        f"chore(compare): the study of {arms} arms x {len(doc['seeds'])} seeds at "
+        f"{doc['budget']:,} timesteps"
+    )
+    try:
+        committed = commit_paths(ws, paths, message)
+    except GitError as exc:
+        return [f"warning: the study is on disk but not committed to git ({exc})"]
+    return [f"committed {', '.join(paths)}"] if committed else []

@@ -1,13 +1,14 @@
-"""A measured comparison as one document (what --json writes), its table, the verdict
-sentences, the plot (PNG bytes) and compare/REPORT.md."""
+"""A study's document (what --json writes), pure: each arm × seed's row with its final
+bot's measures and intervals, the final bots against each other, and the verdict."""
 
 from __future__ import annotations
 
-import io
 from itertools import product
 from typing import TYPE_CHECKING, Any
 
 from cosmic_curriculum.compare import verdict as v
+from cosmic_curriculum.compare.arm_rows import VALUE_KEYS
+from cosmic_curriculum.defaults import COMPARE_EVAL_SEED
 from cosmic_curriculum.evaluation.stats import wilson_interval
 from cosmic_curriculum.scoring import score
 
@@ -22,51 +23,93 @@ def paired_score(mine: list[float], theirs: list[float]) -> float:
     return score(wins, draws, len(mine), if_none=0.5)
 
 
-def document(study: Study, rows: list[dict[str, Any]], opts: CompareOptions) -> dict[str, Any]:
-    arms = [p.name for p in study.plans]
-    out_rows = []
-    for row in rows:
-        f = row["final"]
-        low, high = wilson_interval(f["successes"], f["episodes"])
-        final = {
-            "episodes": f["episodes"],
-            "successes": f["successes"],
-            "success_rate": f["success_rate"],
-            "success_interval": [low, high],
-            "mean_return": f["mean_return"],
-            "vs_reference": paired_score(f["returns"], f["reference_returns"]),
-        }
-        out_rows.append({**row, "final": final})
-    by_arm = {a: [r for r in rows if r["arm"] == a] for a in arms}
-    head = {}
-    for a, b in product(arms, arms):
-        if a != b:
-            scores = [
-                paired_score(x["final"]["returns"], y["final"]["returns"])
-                for x in by_arm[a]
-                for y in by_arm[b]
-            ]
-            head[f"{a} vs {b}"] = sum(scores) / len(scores)
-    measure_key = "success_rate" if study.measure == "success" else "mean_return"
+def env_final(f: dict[str, Any]) -> dict[str, Any]:
+    """A Gymnasium final bot: its success rate (Wilson interval), mean return, and its
+    score against the random player on the same episode seeds."""
+    low, high = wilson_interval(f["successes"], f["episodes"])
     return {
-        "arms": out_rows,
+        "episodes": f["episodes"],
+        "successes": f["successes"],
+        "success_rate": f["success_rate"],
+        "success_interval": [low, high],
+        "mean_return": f["mean_return"],
+        "vs_reference": paired_score(f["returns"], f["reference_returns"]),
+    }
+
+
+def arena_final(f: dict[str, Any]) -> dict[str, Any]:
+    """An arena final bot: its games against the reference, its score and interval."""
+    keys = ("episodes", "wins", "losses", "draws", "score", "score_interval")
+    return {**{k: f[k] for k in keys}, "vs_reference": f["score"]}
+
+
+def document(
+    study: Study,
+    rows: list[dict[str, Any]],
+    opts: CompareOptions,
+    head: dict[str, float] | None = None,
+) -> dict[str, Any]:
+    """``head``: the final bots' games against each other (the arena); None: from the
+    final bots' returns on the same episode seeds (Gymnasium)."""
+    arms = [p.name for p in study.plans]
+    shape = arena_final if study.kind == "arena" else env_final
+    out = [{**row, "final": shape(row["final"])} for row in rows]
+    by_arm = {a: [r for r in out if r["arm"] == a] for a in arms}
+    if head is None:
+        head = {}
+        raw = {a: [r["final"]["returns"] for r in rows if r["arm"] == a] for a in arms}
+        for a, b in product(arms, arms):
+            if a != b:
+                scores = [paired_score(x, y) for x in raw[a] for y in raw[b]]
+                head[f"{a} vs {b}"] = sum(scores) / len(scores)
+    if study.kind == "arena":
+        assert study.reference is not None
+        reference, env = str(study.reference.relative_to(study.ws)), "arena"
+    else:
+        assert study.probe is not None
+        reference, env = "random", str(study.probe.spec.id)
+    return {
+        "arms": out,
         "budget": study.plans[0].total,
         "seeds": study.seeds,
+        "kind": study.kind,
         "measure": study.measure,
         "target": study.target,
         "last_stage": study.config.stages[-1].name,
-        "env": study.probe.spec.id,
+        "env": env,
+        "reference": reference,
         "episodes": {"checkpoint": opts.checkpoint_episodes, "final": opts.final_episodes},
-        "eval_seed": study.probe.seed,
+        "eval_seed": COMPARE_EVAL_SEED,
         "head_to_head": head,
-        "verdict": verdict_lines(arms, by_arm, measure_key, study),
+        "verdict": verdict_lines(arms, by_arm, study),
     }
 
 
 def verdict_lines(
-    arms: list[str], by_arm: dict[str, list[dict[str, Any]]], key: str, study: Study
+    arms: list[str], by_arm: dict[str, list[dict[str, Any]]], study: Study
 ) -> list[str]:
+    key = VALUE_KEYS[study.measure]
+    budget = study.plans[0].total
+    last = study.config.stages[-1].name
     lines = []
+    for a in arms:
+        over = [r for r in by_arm[a] if r["timesteps"] > budget]
+        if over:
+            spent = ", ".join(f"seed {r['seed']}: {r['timesteps']:,}" for r in over)
+            lines.append(
+                f"{a} spent more than the budget of {budget:,} timesteps on some seeds "
+                f"({spent}: its gates' retries); its figures include them"
+            )
+    for a in arms:
+        stopped = [r for r in by_arm[a] if r.get("status") == "blocked"]
+        if stopped:
+            spent = ", ".join(
+                f"seed {r['seed']} after {r['timesteps']:,} timesteps" for r in stopped
+            )
+            lines.append(
+                f"{a} was blocked on {spent} (a gate failed its last retry); its final bot "
+                "is that training's"
+            )
     if study.target is not None:
         for a in arms:
             lines.append(
@@ -76,123 +119,15 @@ def verdict_lines(
     for other in arms[1:]:
         mine = [float(r["final"][key]) for r in by_arm[base]]
         theirs = [float(r["final"][key]) for r in by_arm[other]]
-        lines.append(
-            v.compare_values(
-                base,
-                mine,
-                other,
-                theirs,
-                f"final {key.replace('_', ' ')} on {study.config.stages[-1].name}",
-            )
-        )
+        what = f"final {key.replace('_', ' ')} on {last}"
+        lines.append(v.compare_values(base, mine, other, theirs, what))
         if study.target is not None:
-            budget = study.plans[0].total
             ra = v.reach_values([r["first_target_at"] for r in by_arm[base]], budget)
             rb = v.reach_values([r["first_target_at"] for r in by_arm[other]], budget)
-            lines.append(
-                v.compare_values(
-                    base, ra, other, rb, f"timesteps to {study.target:g} (fewer is higher)"
-                )
-            )
+            what = f"timesteps to {study.target:g} (fewer is higher)"
+            lines.append(v.compare_values(base, ra, other, rb, what))
     lines.append(
         "each seed is one training: the episodes bound how well each bot is measured "
         "(the intervals), the seeds how well each arm is"
     )
     return lines
-
-
-def table_lines(doc: dict[str, Any]) -> list[str]:
-    """The plain-text table `compare` prints, one row per arm x seed, then the verdict."""
-    first_col = f"first {doc['target']}"
-    head = (
-        f"{'arm':<24} {'seed':>4} {'timesteps':>11} {'success (95%)':>22} "
-        f"{'mean return':>11} {'vs ref':>6} {first_col:>12}"
-    )
-    lines = [head]
-    for r in doc["arms"]:
-        f = r["final"]
-        lo, hi = f["success_interval"]
-        first = f"{r['first_target_at']:,}" if r["first_target_at"] is not None else "-"
-        lines.append(
-            f"{r['arm']:<24} {r['seed']:>4} {r['timesteps']:>11,} "
-            f"{f['success_rate']:>8.3f} [{lo:.3f}, {hi:.3f}] {f['mean_return']:>11.3f} "
-            f"{f['vs_reference']:>6.3f} {first:>12}"
-        )
-    for pair, s in doc["head_to_head"].items():
-        lines.append(f"head to head {pair}: {s:.3f}")
-    lines += [f"verdict: {line}" for line in doc["verdict"]]
-    return lines
-
-
-def plot_png(doc: dict[str, Any]) -> bytes:
-    """Each arm x seed's checkpoints on the last stage against timesteps spent."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(7, 4))
-    FigureCanvasAgg(fig)
-    ax = fig.add_subplot()
-    arms = list(dict.fromkeys(r["arm"] for r in doc["arms"]))
-    colours = ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown"]
-    for r in doc["arms"]:
-        colour = colours[arms.index(r["arm"]) % len(colours)]
-        pts = sorted(r["points"])
-        first = r is next(x for x in doc["arms"] if x["arm"] == r["arm"])
-        ax.plot(
-            [p[0] for p in pts],
-            [p[1] for p in pts],
-            marker=".",
-            color=colour,
-            alpha=0.8,
-            label=r["arm"] if first else None,
-        )
-    if doc["target"] is not None:
-        ax.axhline(
-            doc["target"],
-            color="grey",
-            linestyle="--",
-            linewidth=1,
-            label=f"target {doc['target']:g}",
-        )
-    ax.set_xlabel("timesteps spent")
-    ax.set_ylabel(
-        ("success rate" if doc["measure"] == "success" else "mean return")
-        + f" on {doc['last_stage']}"
-    )
-    ax.set_title(
-        f"{doc['env']}: every arm's checkpoints ({len(doc['seeds'])} seeds each)", fontsize=10
-    )
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=80)
-    return buffer.getvalue()
-
-
-def report_md(doc: dict[str, Any], plot_name: str | None) -> str:
-    lines = [
-        "# Does the curriculum pay? (`cosmic-curriculum compare`)",
-        "",
-        f"Arms at {doc['budget']:,} timesteps each, trainer seeds "
-        f"{', '.join(map(str, doc['seeds']))}, measured on the last stage `{doc['last_stage']}` "
-        f"({doc['env']}): {doc['episodes']['checkpoint']} episodes per checkpoint, "
-        f"{doc['episodes']['final']} per final bot "
-        f"(episode seeds from {doc['eval_seed']}, the same for every arm).",
-        "",
-        "| arm | seed | timesteps | success (95% interval) | mean return | vs reference | first "
-        + f"{doc['target']} |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    for r in doc["arms"]:
-        f = r["final"]
-        lo, hi = f["success_interval"]
-        first = f"{r['first_target_at']:,}" if r["first_target_at"] is not None else "—"
-        lines.append(
-            f"| {r['arm']} | {r['seed']} | {r['timesteps']:,} | {f['success_rate']:.3f} "
-            f"({lo:.3f}–{hi:.3f}) | {f['mean_return']:.3f} | {f['vs_reference']:.3f} | {first} |"
-        )
-    lines += ["", *(f"- head to head {k}: {s:.3f}" for k, s in doc["head_to_head"].items()), ""]
-    lines += ["**Verdict**", "", *(f"- {line}" for line in doc["verdict"]), ""]
-    if plot_name:
-        lines += [f"![every arm's checkpoints by timesteps spent]({plot_name})", ""]
-    return "\n".join(lines)

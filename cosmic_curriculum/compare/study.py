@@ -11,12 +11,12 @@ import tomllib
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import Any
 
 from cosmic_curriculum import defaults as d
-from cosmic_curriculum.compare.arm_runs import ArmRun, arm_status, train_arms
+from cosmic_curriculum.compare.arm_rows import Measurer, arm_experiments, measure_arm
+from cosmic_curriculum.compare.arm_runs import ArmRun, train_arms
 from cosmic_curriculum.compare.arms import (
     ArmPlan,
     budget_problem,
@@ -25,21 +25,16 @@ from cosmic_curriculum.compare.arms import (
     parse_arms,
     plan_arm,
     run_name,
-    spent_offsets,
 )
 from cosmic_curriculum.compare.derive import HEADER, arm_table, toml_text
-from cosmic_curriculum.compare.measure import (
-    Cache,
-    Probe,
-    checkpoint_key,
-    play_checkpoint,
-    play_random,
-)
+from cosmic_curriculum.compare.measure import Probe
 from cosmic_curriculum.compare.workspaces import compare_root, prepare
-from cosmic_curriculum.errors import CompareError, ConfigError, LockError
+from cosmic_curriculum.errors import ConfigError, LockError
 from cosmic_curriculum.workspace import layout as L
 from cosmic_curriculum.workspace.config import CurriculumConfig
 from cosmic_curriculum.workspace.config_file import load_config
+
+Runs = list[tuple[ArmRun, ArmPlan, int]]
 
 
 @dataclass(frozen=True)
@@ -52,6 +47,8 @@ class CompareOptions:
     checkpoint_episodes: int = d.COMPARE_CHECKPOINT_EPISODES
     final_episodes: int = d.COMPARE_FINAL_EPISODES
     arm_timeout: float = d.COMPARE_ARM_TIMEOUT_SECONDS
+    json_out: Path | None = None
+    plot: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -63,13 +60,17 @@ class Study:
     raw: dict[str, Any]
     plans: list[ArmPlan]
     seeds: list[int]
-    probe: Probe
-    measure: str  # "success" or "return": what the target and the verdict read
+    kind: str  # the last stage's env kind: "gymnasium" or "arena"
+    probe: Probe | None  # gymnasium: the last stage's env and the gate's rules
+    reference: Path | None  # arena: the bot every checkpoint plays
+    measure: str  # "success", "return" or "score": what the target and the verdict read
     target: float | None
 
 
 def plan_study(opts: CompareOptions) -> Study:
     """Every input checked, one line each (ConfigError, exit 2), before anything runs."""
+    from cosmic_curriculum.compare.checks import arena_reference, trainer_problem
+
     ws = opts.workspace.resolve()
     path = ws / L.CONFIG_FILE
     config = load_config(path)
@@ -86,21 +87,17 @@ def plan_study(opts: CompareOptions) -> Study:
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     last = len(names) - 1
-    for plan in plans:
-        for i in plan.stages:
-            if not config.builtin_env_trainer(i):
-                raise ConfigError(
-                    f"stages.toml: stage {names[i]!r} is not a Gymnasium stage trained by the "
-                    "built-in train-env; compare measures only those so far (its checkpoints "
-                    "are read as SB3 models); compare an arena curriculum with "
-                    "bench/bench_curriculum.py"
-                )
+    kind = config.stage_env(last).kind
+    for i in sorted({i for plan in plans for i in plan.stages} | {last}):
+        if problem := trainer_problem(config, i, kind):
+            raise ConfigError(problem)
+    if kind == "arena":
+        ref = arena_reference(config, ws, last)
+        return Study(ws, config, raw, plans, seeds, kind, None, ref, "score", opts.target)
     gate = config.stage_gate(last)
-    rules = gate.rule if isinstance(gate.rule, tuple) else (gate.rule,)
-    measure = gate.measure if "threshold" in rules else "success"
-    target = (
-        opts.target if opts.target is not None else (gate.target if "threshold" in rules else None)
-    )
+    threshold = "threshold" in gate.rules
+    measure = gate.measure if threshold else "success"
+    target = opts.target if opts.target is not None else (gate.target if threshold else None)
     probe = Probe(
         spec=config.stage_env(last),
         algo=config.stage_trainer(last).algo or d.ENV_ALGO,
@@ -108,11 +105,13 @@ def plan_study(opts: CompareOptions) -> Study:
         success_return=gate.success_return,
         deterministic=gate.deterministic,
     )
-    return Study(ws, config, raw, plans, seeds, probe, measure, target)
+    return Study(ws, config, raw, plans, seeds, kind, probe, None, measure, target)
 
 
-def run_compare(opts: CompareOptions, say: Callable[[str], None]) -> dict[str, Any]:
-    """The study's document (what --json writes); trains and measures what is missing."""
+def run_compare(opts: CompareOptions, say: Callable[[str], None]) -> list[str]:
+    """Train and measure what is missing, write the study (holding the workspace); the
+    lines to print (the table, the verdict, what was written)."""
+    from cosmic_curriculum.compare.output import write_outputs
     from cosmic_curriculum.compare.results import document
     from cosmic_curriculum.workspace.lock import WorkspaceLock
 
@@ -132,42 +131,36 @@ def run_compare(opts: CompareOptions, say: Callable[[str], None]) -> dict[str, A
             f"compare: {len(study.plans)} arms x {len(study.seeds)} seeds at "
             f"{study.plans[0].total:,} timesteps each, {parallel} at a time"
         )
-        # Each arm is measured as soon as it is trained, in one thread beside the
-        # trainings (the measure is numpy and env steps; the trainings are processes).
-        stop = threading.Event()
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            measured: dict[str, Future[dict[str, Any]]] = {}
-            plan_of = {r.name: (plan, seed) for r, plan, seed in runs}
-
-            def on_trained(r: ArmRun) -> None:
-                plan, seed = plan_of[r.name]
-                measured[r.name] = pool.submit(
-                    _measure, study, r, plan, seed, opts, root, say, stop
-                )
-
-            try:
-                train_arms(
-                    [r for r, _, _ in runs],
-                    parallel=parallel,
-                    lock_fd=lock.fd,
-                    timeout=opts.arm_timeout,
-                    progress_every=d.COMPARE_PROGRESS_SECONDS,
-                    say=say,
-                    on_trained=on_trained,
-                )
-            except BaseException:
-                stop.set()  # the measure ends at its next checkpoint (the cache keeps the rest)
-                for future in measured.values():
-                    future.cancel()
-                raise
-            by_arm = sorted(runs, key=lambda r: (study.plans.index(r[1]), study.seeds.index(r[2])))
-            rows = [measured[r.name].result() for r, _, _ in by_arm]
-        return document(study, rows, opts)
+        train = _trainer(runs, parallel, lock.fd, opts, say)
+        if study.kind == "arena":
+            train(lambda r: None)
+            rows, head = _measure_arena(study, runs, opts, root, say)
+        else:
+            rows, head = _measure_gymnasium(study, runs, opts, root, say, train), None
+        doc = document(study, rows, opts, head)
+        return write_outputs(doc, study.ws, opts.json_out, opts.plot)
     finally:
         lock.release()
 
 
-def _arm_runs(study: Study, root: Path, points: int) -> list[tuple[ArmRun, ArmPlan, int]]:
+def _trainer(
+    runs: Runs, parallel: int, lock_fd: int, opts: CompareOptions, say: Callable[[str], None]
+) -> Callable[[Callable[[ArmRun], None]], None]:
+    def train(on_trained: Callable[[ArmRun], None]) -> None:
+        train_arms(
+            [r for r, _, _ in runs],
+            parallel=parallel,
+            lock_fd=lock_fd,
+            timeout=opts.arm_timeout,
+            progress_every=d.COMPARE_PROGRESS_SECONDS,
+            say=say,
+            on_trained=on_trained,
+        )
+
+    return train
+
+
+def _arm_runs(study: Study, root: Path, points: int) -> Runs:
     runs = []
     # Seed by seed, every arm of a seed before the next seed: a compare stopped early has
     # the same seeds of every arm trained.
@@ -182,64 +175,99 @@ def _arm_runs(study: Study, root: Path, points: int) -> list[tuple[ArmRun, ArmPl
     return runs
 
 
-def _value(result: dict[str, Any], measure: str) -> float:
-    return float(result["success_rate"] if measure == "success" else result["mean_return"])
+def _by_arm(study: Study, runs: Runs) -> Runs:
+    return sorted(runs, key=lambda r: (study.plans.index(r[1]), study.seeds.index(r[2])))
 
 
-def _measure(
+def _measure_gymnasium(
+    study: Study,
+    runs: Runs,
+    opts: CompareOptions,
+    root: Path,
+    say: Callable[[str], None],
+    train: Callable[[Callable[[ArmRun], None]], None],
+) -> list[dict[str, Any]]:
+    """Each arm measured as soon as it is trained, in one thread beside the trainings
+    (the measure steps envs; the trainings are processes)."""
+    from cosmic_curriculum.compare.measure import gymnasium_measurer
+
+    assert study.probe is not None
+    m = gymnasium_measurer(study.probe, opts.final_episodes, study.measure)
+    stop = threading.Event()
+    measured: dict[str, Future[dict[str, Any]]] = {}
+    plan_of = {r.name: (plan, seed) for r, plan, seed in runs}
+    with ThreadPoolExecutor(max_workers=1) as pool:
+
+        def on_trained(r: ArmRun) -> None:
+            plan, seed = plan_of[r.name]
+            measured[r.name] = pool.submit(_row, study, r, plan, seed, m, opts, root, say, stop)
+
+        try:
+            train(on_trained)
+        except BaseException:
+            stop.set()  # the measure ends at its next checkpoint (the cache keeps the rest)
+            for future in measured.values():
+                future.cancel()
+            raise
+        return [measured[r.name].result() for r, _, _ in _by_arm(study, runs)]
+
+
+def _measure_arena(
+    study: Study, runs: Runs, opts: CompareOptions, root: Path, say: Callable[[str], None]
+) -> tuple[list[dict[str, Any]], dict[str, float]]:
+    """Every arm once all are trained (the last stage's game is read from the first arm
+    that trained it), then the final bots against each other."""
+    from cosmic_curriculum.compare import arena_measure as am
+    from cosmic_curriculum.compare.heads import arena_heads
+
+    last = len(study.config.stages) - 1
+    finals = [
+        L.Layout(r.ws).final_checkpoint(exp)
+        for r, plan, _ in runs
+        for index, exp in arm_experiments(r)
+        if plan.stages[index] == last
+    ]
+    game = am.last_stage_game(finals)
+    if game is None:
+        from cosmic_curriculum.errors import CompareError
+
+        raise CompareError(
+            "compare: no arm trained the last stage, so its game is unknown; add last-stage "
+            "to --arms"
+        )
+    assert study.reference is not None
+    probe = am.ArenaProbe(game, study.reference, d.COMPARE_EVAL_SEED)
+
+    def play(path: Path, episodes: int) -> dict[str, Any]:
+        return am.play_checkpoint(path, probe, episodes)
+
+    m = Measurer(play=play, tag=probe.tag(), measure="score")
+    never = threading.Event()
+    ordered = _by_arm(study, runs)
+    rows = [_row(study, r, plan, seed, m, opts, root, say, never) for r, plan, seed in ordered]
+    return rows, arena_heads(study, ordered, probe, opts.final_episodes, root)
+
+
+def _row(
     study: Study,
     run: ArmRun,
     plan: ArmPlan,
     seed: int,
+    m: Measurer,
     opts: CompareOptions,
     root: Path,
     say: Callable[[str], None],
     stop: threading.Event,
 ) -> dict[str, Any]:
-    """The arm's row: its checkpoints along the way and its final bot on the last stage."""
-    state = arm_status(run.ws) or {}
-    entries = [e for e in state.get("log", []) if isinstance(e, dict)]
-    if not entries:
-        raise CompareError(f"{run.ws}: the arm's run decided nothing; run compare again")
-    steps = [plan.timesteps[int(e["stage_index"])] for e in entries]
-    cache = Cache(root / "measures" / f"{run.name}.json")
-    layout = L.Layout(run.ws)
-    points: list[list[float]] = []
-    for entry, offset, total in zip(entries, spent_offsets(steps), steps, strict=True):
-        exp = str(entry["experiment"])
-        ckpts = [(n, p) for n, p in L.step_checkpoints(layout.checkpoint_dir(exp)) if n < total]
-        ckpts.append((total, layout.final_checkpoint(exp)))
-        for n, path in ckpts:
-            if stop.is_set():
-                raise CompareError("compare: stopped while measuring; run compare again")
-            key = checkpoint_key(path, opts.checkpoint_episodes, study.probe.seed)
-            got = cache.get(
-                key, partial(play_checkpoint, path, study.probe, opts.checkpoint_episodes)
-            )
-            points.append([offset + n, _value(got, study.measure)])
-    final_ckpt = layout.final_checkpoint(str(entries[-1]["experiment"]))
-    key = checkpoint_key(final_ckpt, opts.final_episodes, study.probe.seed)
-    final = dict(
-        cache.get(key, lambda: play_checkpoint(final_ckpt, study.probe, opts.final_episodes))
+    return measure_arm(
+        run,
+        plan,
+        seed,
+        m,
+        episodes=(opts.checkpoint_episodes, opts.final_episodes),
+        eval_seed=d.COMPARE_EVAL_SEED,
+        target=study.target,
+        root=root,
+        say=say,
+        stop=stop,
     )
-    ref = cache.get(
-        f"random:{opts.final_episodes}:{study.probe.seed}",
-        lambda: play_random(study.probe, opts.final_episodes, final_ckpt),
-    )
-    final["reference_returns"] = ref["returns"]
-    first = None
-    if study.target is not None:
-        from cosmic_curriculum.compare.verdict import first_crossing
-
-        first = first_crossing([(int(t), v) for t, v in points], study.target)
-    say(f"{run.name}: measured {len(points)} checkpoints; final {_value(final, study.measure):.3f}")
-    return {
-        "arm": plan.name,
-        "seed": seed,
-        "timesteps": sum(steps),
-        "status": state.get("status"),
-        "stages": [str(e["experiment"]) for e in entries],
-        "final": final,
-        "first_target_at": first,
-        "points": points,
-    }

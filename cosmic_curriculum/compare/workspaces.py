@@ -32,15 +32,21 @@ NOT_COPIED = {
 }
 
 
+# The arms are repositories of their own; the study's results are the parent's.
+IGNORE = (
+    "# cosmic-curriculum compare: the arms are their own repositories\n"
+    "*\n!.gitignore\n!compare.json\n!compare.png\n!REPORT.md\n"
+)
+
+
 def compare_root(ws: Path, dirname: str) -> Path:
-    """``compare/``, made with a .gitignore that keeps its arms out of the parent's git."""
+    """``compare/``, made with a .gitignore that keeps its arms out of the parent's git
+    (and lets the study's results in)."""
     root = ws / dirname
     root.mkdir(exist_ok=True)
     ignore = root / ".gitignore"
     if not ignore.exists():
-        fsio.atomic_write_text(
-            ignore, "# cosmic-curriculum compare: arms are their own repositories\n*\n"
-        )
+        fsio.atomic_write_text(ignore, IGNORE)
     return root
 
 

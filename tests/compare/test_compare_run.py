@@ -132,3 +132,11 @@ def test_compare_trains_measures_and_resumes_after_kill(tmp_path: Path) -> None:
     assert "training (log" not in again.stdout and again.stdout.count("trained (") == 4
     assert {p.name: p.read_bytes() for p in (ws / "compare" / "measures").iterdir()} == measures
     assert os.listdir(ws / "compare").count(".gitignore") == 1
+    # The study is the workspace's (committed once); the arms are their own repositories.
+    tracked = subprocess.run(
+        ["git", "ls-files", "compare"], cwd=ws, capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert sorted(tracked) == [
+        f"compare/{n}" for n in (".gitignore", "REPORT.md", "compare.json", "compare.png")
+    ]
+    assert "committed compare/" in resumed.stdout and "committed" not in again.stdout
