@@ -17,7 +17,7 @@ def trainer_problem(config: CurriculumConfig, index: int, kind: str) -> str | No
     own = config.stage_env(index).kind
     if own != kind:
         return (
-            f"stages.toml: stage {name!r} is a {own} stage and the last stage a {kind} one; "
+            f"stages.toml: stage {name!r} is of kind {own} and the last stage of kind {kind}; "
             "compare measures every arm on the last stage, so every stage it trains must be "
             "of the last stage's kind"
         )
@@ -35,7 +35,7 @@ def trainer_problem(config: CurriculumConfig, index: int, kind: str) -> str | No
         )
     if kind not in ("gymnasium", "arena"):
         return (
-            f"stages.toml: stage {name!r} is a {kind} stage; compare measures gymnasium and "
+            f"stages.toml: stage {name!r} is of kind {kind}; compare measures gymnasium and "
             "arena stages"
         )
     return None
