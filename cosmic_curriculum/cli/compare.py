@@ -54,18 +54,24 @@ def compare_command(
     json_out: Annotated[
         Path | None,
         typer.Option(
-            "--json", help=f"Also write the study's JSON here [always: {COMPARE_DIR}/compare.json]."
+            "--json",
+            metavar="FILE",
+            help=f"Also write the study's JSON here [always: {COMPARE_DIR}/compare.json].",
         ),
     ] = None,
     plot: Annotated[
         Path | None,
-        typer.Option(help=f"Also write the plot (PNG) here [always: {COMPARE_DIR}/compare.png]."),
+        typer.Option(
+            metavar="FILE",
+            help=f"Also write the plot (PNG) here [always: {COMPARE_DIR}/compare.png].",
+        ),
     ] = None,
     target: Annotated[
         float | None,
         typer.Option(
+            metavar="X",
             help="The value whose first crossing is timed [default: the last stage's "
-            "threshold target, when its gate has one]."
+            "threshold target, when its gate has one].",
         ),
     ] = None,
     points: Annotated[

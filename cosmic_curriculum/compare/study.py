@@ -5,6 +5,7 @@ complete or not at all, `run` resumes an arm, and every measure is cached."""
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 import tomllib
@@ -92,11 +93,13 @@ def plan_study(opts: CompareOptions) -> Study:
         if problem := trainer_problem(config, i, kind):
             raise ConfigError(problem)
     if kind == "arena":
+        _check_target(opts.target, "score")
         ref = arena_reference(config, ws, last)
         return Study(ws, config, raw, plans, seeds, kind, None, ref, "score", opts.target)
     gate = config.stage_gate(last)
     threshold = "threshold" in gate.rules
     measure = gate.measure if threshold else "success"
+    _check_target(opts.target, measure)
     target = opts.target if opts.target is not None else (gate.target if threshold else None)
     probe = Probe(
         spec=config.stage_env(last),
@@ -106,6 +109,19 @@ def plan_study(opts: CompareOptions) -> Study:
         deterministic=gate.deterministic,
     )
     return Study(ws, config, raw, plans, seeds, kind, probe, None, measure, target)
+
+
+def _check_target(target: float | None, measure: str) -> None:
+    """A target is a finite number; a success rate's or a score's lies in 0..1."""
+    if target is None:
+        return
+    if not math.isfinite(target):
+        raise ConfigError(f"--target {target}: give a finite number, e.g. --target 0.9")
+    if measure != "return" and not 0.0 <= target <= 1.0:
+        raise ConfigError(
+            f"--target {target:g}: the {measure} on the last stage lies in 0..1; "
+            "give e.g. --target 0.9"
+        )
 
 
 def run_compare(opts: CompareOptions, say: Callable[[str], None]) -> list[str]:

@@ -62,6 +62,8 @@ def ws(tmp_path: Path) -> Path:
         (STAGES, ("--seeds", "x"), "--seeds x: seeds are whole numbers"),
         (STAGES, ("--seeds", "0", "x"), "unexpected argument 'x' (--seeds takes whole numbers"),
         (STAGES, ("--seeds", "1", "1"), "--seeds: 1 is given twice"),
+        (STAGES, ("--target", "1.5"), "--target 1.5: the success on the last stage lies in 0..1"),
+        (STAGES, ("--target", "nan"), "--target nan: give a finite number"),
     ],
 )
 def test_bad_input_is_one_line_before_any_arm(
