@@ -220,12 +220,12 @@ def _measure_gymnasium(
 
         try:
             train(on_trained)
+            return [measured[r.name].result() for r, _, _ in _by_arm(study, runs)]
         except BaseException:
             stop.set()  # the measure ends at its next checkpoint (the cache keeps the rest)
             for future in measured.values():
                 future.cancel()
             raise
-        return [measured[r.name].result() for r, _, _ in _by_arm(study, runs)]
 
 
 def _measure_arena(
