@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import math
 import os
+import signal
 import threading
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,12 +32,13 @@ from cosmic_curriculum.compare.arms import (
 from cosmic_curriculum.compare.derive import HEADER, arm_table, toml_text
 from cosmic_curriculum.compare.measure import Probe
 from cosmic_curriculum.compare.workspaces import compare_root, prepare
-from cosmic_curriculum.errors import ConfigError, LockError
+from cosmic_curriculum.errors import CompareError, ConfigError, LockError
 from cosmic_curriculum.workspace import layout as L
 from cosmic_curriculum.workspace.config import CurriculumConfig
 from cosmic_curriculum.workspace.config_file import load_config
 
 Runs = list[tuple[ArmRun, ArmPlan, int]]
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
 
 
 @dataclass(frozen=True)
@@ -127,8 +130,6 @@ def _check_target(target: float | None, measure: str) -> None:
 def run_compare(opts: CompareOptions, say: Callable[[str], None]) -> list[str]:
     """Train and measure what is missing, write the study (holding the workspace); the
     lines to print (the table, the verdict, what was written)."""
-    from cosmic_curriculum.compare.output import write_outputs
-    from cosmic_curriculum.compare.results import document
     from cosmic_curriculum.workspace.lock import WorkspaceLock
 
     study = plan_study(opts)
@@ -137,26 +138,59 @@ def run_compare(opts: CompareOptions, say: Callable[[str], None]) -> list[str]:
     except LockError as exc:
         raise LockError(f"{exc} (compare trains its arms while it holds the workspace)") from None
     try:
-        root = compare_root(study.ws, d.COMPARE_DIR)
-        runs = _arm_runs(study, root, opts.points)
-        launcher = study.config.launcher
-        parallel = launcher.max_parallel or (
-            len(runs) if launcher.kind == "ray" else max(1, os.cpu_count() or 1)
-        )
-        say(
-            f"compare: {len(study.plans)} arms x {len(study.seeds)} seeds at "
-            f"{study.plans[0].total:,} timesteps each, {parallel} at a time"
-        )
-        train = _trainer(runs, parallel, lock.fd, opts, say)
-        if study.kind == "arena":
-            train(lambda r: None)
-            rows, head = _measure_arena(study, runs, opts, root, say)
-        else:
-            rows, head = _measure_gymnasium(study, runs, opts, root, say, train), None
-        doc = document(study, rows, opts, head)
-        return write_outputs(doc, study.ws, opts.json_out, opts.plot)
+        with _signals_stop():
+            return _run(study, opts, lock.fd, say)
     finally:
         lock.release()
+
+
+def _run(study: Study, opts: CompareOptions, lock_fd: int, say: Callable[[str], None]) -> list[str]:
+    from cosmic_curriculum.compare.output import write_outputs
+    from cosmic_curriculum.compare.results import document
+
+    root = compare_root(study.ws, d.COMPARE_DIR)
+    runs = _arm_runs(study, root, opts.points)
+    launcher = study.config.launcher
+    parallel = launcher.max_parallel or (
+        len(runs) if launcher.kind == "ray" else max(1, os.cpu_count() or 1)
+    )
+    say(
+        f"compare: {len(study.plans)} arms x {len(study.seeds)} seeds at "
+        f"{study.plans[0].total:,} timesteps each, {parallel} at a time"
+    )
+    train = _trainer(runs, parallel, lock_fd, opts, say)
+    if study.kind == "arena":
+        train(lambda r: None)
+        rows, head = _measure_arena(study, runs, opts, root, say)
+    else:
+        rows, head = _measure_gymnasium(study, runs, opts, root, say, train), None
+    doc = document(study, rows, opts, head)
+    return write_outputs(doc, study.ws, opts.json_out, opts.plot)
+
+
+@contextmanager
+def _signals_stop() -> Iterator[None]:
+    """SIGTERM, SIGHUP and SIGINT stop compare as one: each live arm's `run` gets SIGTERM
+    (it stops its trainer and saves), the measure stops at its next checkpoint, and
+    compare exits 128 + signum with one line; a second signal meanwhile is ignored (the
+    stop is bounded by COMPARE_STOP_GRACE_SECONDS an arm)."""
+
+    def stop(signum: int, _frame: Any) -> None:
+        for sig in STOP_SIGNALS:
+            signal.signal(sig, signal.SIG_IGN)
+        name = signal.Signals(signum).name
+        raise CompareError(
+            f"compare: stopped by {name}; the arms in training were stopped and saved; "
+            "run compare again to resume",
+            exit_code=128 + signum,
+        )
+
+    previous = {sig: signal.signal(sig, stop) for sig in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _trainer(
