@@ -37,7 +37,7 @@ class ArmPlan:
 
 
 def parse_arms(text: str) -> list[str]:
-    """``--arms a,b,c`` as names (blanks dropped); duplicates and an empty list refused."""
+    """``--arms a,b,c`` as names (blanks dropped); an arm named twice and an empty list refused."""
     names = [part.strip() for part in text.split(",") if part.strip()]
     if not names:
         raise ValueError(f"--arms {text!r}: name at least one arm ({', '.join(KNOWN)})")
