@@ -342,3 +342,33 @@ def seconds_problem(value: float, kind: str, *, quote: bool = True) -> str | Non
         return None
     got = f" (got {value:g})" if quote else ""
     return f"must be a finite number of seconds {seconds_range(kind)}{got}"
+
+
+# --- compare (does the curriculum pay?) -------------------------------------------------
+
+# The arms `compare` trains without --arms: the curriculum against its last stage alone.
+COMPARE_ARMS: Final = ("curriculum", "last-stage")
+# Trainer seeds without --seeds: three, the fewest that can show a difference at all (a
+# complete separation of 3 against 3 seeds has a one-sided rank-test p of 1/20).
+COMPARE_SEEDS: Final = (0, 1, 2)
+# Seeds at most (each is an arm's whole training) and the largest seed a trainer takes.
+COMPARE_MAX_SEEDS: Final = 32
+COMPARE_MAX_SEED: Final = 2**31 - 1
+# Checkpoints measured along each arm's way (about evenly spaced in timesteps).
+COMPARE_POINTS: Final = 10
+# Episodes on the last stage per checkpoint along the way, and for each final bot.
+COMPARE_CHECKPOINT_EPISODES: Final = 40
+COMPARE_FINAL_EPISODES: Final = 100
+# Seed of the last stage's evaluation episodes (the same for every arm and checkpoint).
+COMPARE_EVAL_SEED: Final = 2026
+# Where a compare keeps its arms, JSON, plot and report (inside the workspace).
+COMPARE_DIR: Final = "compare"
+# Each arm's `run` is stopped (its whole process group) after this long: a month, finite.
+COMPARE_ARM_TIMEOUT_SECONDS: Final = 30 * 24 * HOUR
+# Seconds between compare's progress lines (each arm's stage and timesteps so far).
+COMPARE_PROGRESS_SECONDS: Final = 60.0
+# A stopped compare gives each arm's `run` this long after SIGTERM (it stops its trainer,
+# saving, and records the interrupt) before SIGKILL.
+COMPARE_STOP_GRACE_SECONDS: Final = 60.0
+# The verdict's significance level: a one-sided exact rank test over the seeds at this p.
+COMPARE_ALPHA: Final = 0.05

@@ -117,3 +117,8 @@ def describe_validation(
         else:
             parts.append(f"{name(loc)}={err.get('input')!r}: {msg}")
     return "; ".join(parts)
+
+
+class CompareError(CurriculumError):
+    """`compare` cannot go on: an arm that did not train, or a sub-workspace that is not
+    what the workspace's stages.toml derives."""

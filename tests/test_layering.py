@@ -47,7 +47,12 @@ ALLOWED: dict[str, set[str]] = {
         *("bots", "vcs"),
         *("system", "progress", *LEAVES),
     },
+    "compare": {
+        *("train", "envs", "evaluation", "bots", "arena", "workspace", "vcs"),
+        *("system", "progress", *LEAVES),
+    },
     "cli": {
+        "compare",
         *("tracking", "curriculum", "status", "reports", "train", "evaluation", "envs"),
         "launchers",
         *("workspace", "core", "bots", "arena", "vcs", "system", "progress", *LEAVES),

@@ -14,6 +14,7 @@ from cosmic_curriculum.cli.app import OneLineUsageCommand, app, guarded
 from cosmic_curriculum.defaults import (
     ENV_ALGO,
     ENV_CHECKPOINT_EVERY_TIMESTEPS,
+    ENV_KEEP_CHECKPOINTS,
     ENV_N_ENVS,
     ENV_SUBPROC_STEP_SECONDS,
     ENV_VEC_ENV,
@@ -156,6 +157,19 @@ def train_env_command(
         ),
     ] = None,
     n_envs: Annotated[int, typer.Option(help="Envs stepped side by side.")] = ENV_N_ENVS,
+    checkpoint_every: Annotated[
+        int,
+        typer.Option(
+            help="Timesteps between step checkpoints (checkpoints/<name>/step_<n>.zip; a "
+            "pettingzoo game's each with its league)."
+        ),
+    ] = ENV_CHECKPOINT_EVERY_TIMESTEPS,
+    keep_checkpoints: Annotated[
+        int,
+        typer.Option(
+            help="Step checkpoints kept (the newest; `compare` keeps more for its curves)."
+        ),
+    ] = ENV_KEEP_CHECKPOINTS,
     vec_env: Annotated[
         str,
         typer.Option(
@@ -221,13 +235,6 @@ def train_env_command(
             help=f"Moves after which a game is truncated (a draw). Default: {GAME_MOVE_CAP}."
         ),
     ] = None,
-    checkpoint_every: Annotated[
-        int | None,
-        typer.Option(
-            help="A pettingzoo game's timesteps between step checkpoints (each with its "
-            f"league). Default: {ENV_CHECKPOINT_EVERY_TIMESTEPS}."
-        ),
-    ] = None,
 ) -> None:
     """Train a Gymnasium stage's bot with stable-baselines3, or a pettingzoo game's with
     self-play against a league; export bots/EXPERIMENT.json."""
@@ -245,7 +252,6 @@ def train_env_command(
             tuple(league_bot or ()),
             league_bot_share,
             move_cap,
-            checkpoint_every,
         )
         settings = parse_settings(
             experiment,
@@ -260,6 +266,8 @@ def train_env_command(
             normalize=normalize,
             n_envs=n_envs,
             vec_env=vec_env,
+            checkpoint_every=checkpoint_every,
+            keep_checkpoints=keep_checkpoints,
         )
         if settings.env.kind == "pettingzoo":
             from cosmic_curriculum.train.game_run import train_game

@@ -97,6 +97,8 @@ def parse_settings(
     normalize: str | None = None,
     n_envs: int = ENV_N_ENVS,
     vec_env: str = ENV_VEC_ENV,
+    checkpoint_every: int = ENV_CHECKPOINT_EVERY_TIMESTEPS,
+    keep_checkpoints: int = ENV_KEEP_CHECKPOINTS,
 ) -> EnvTrainSettings:
     """The command line, checked: each fault one line naming the option and the fix."""
     try:
@@ -148,6 +150,10 @@ def parse_settings(
         raise ConfigError(f"--n-envs {n_envs}: must be >= 1")
     if vec_env not in VEC_ENVS:
         raise ConfigError(f"--vec-env {vec_env!r}: choose one of {', '.join(VEC_ENVS)}")
+    if checkpoint_every < 1:
+        raise ConfigError(f"--checkpoint-every {checkpoint_every}: must be >= 1 timestep")
+    if keep_checkpoints < 1:
+        raise ConfigError(f"--keep-checkpoints {keep_checkpoints}: must be >= 1 (resume needs one)")
     return EnvTrainSettings(
         experiment,
         timesteps,
@@ -161,6 +167,8 @@ def parse_settings(
         policy=policy,
         normalize=norm,
         vec_env=vec_env,
+        checkpoint_every=checkpoint_every,
+        keep_checkpoints=keep_checkpoints,
     )
 
 

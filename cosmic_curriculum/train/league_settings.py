@@ -3,7 +3,7 @@ fault one line naming the option, its value and the fix, before any training."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from cosmic_curriculum.defaults import (
     GAME_LEAGUE_BOT_SHARE,
@@ -39,7 +39,6 @@ class LeagueOptions:
     league_bots: tuple[str, ...] = ()
     bot_share: float | None = None
     move_cap: int | None = None
-    checkpoint_every: int | None = None
 
     def given(self) -> str | None:
         """The first option set on the command line (for kinds that take none)."""
@@ -52,7 +51,6 @@ class LeagueOptions:
             "--league-bot": self.league_bots or None,
             "--league-bot-share": self.bot_share,
             "--move-cap": self.move_cap,
-            "--checkpoint-every": self.checkpoint_every,
         }
         return next((k for k, v in names.items() if v is not None), None)
 
@@ -120,8 +118,4 @@ def league_settings(base: EnvTrainSettings, options: LeagueOptions) -> GameTrain
     cap = GAME_MOVE_CAP if options.move_cap is None else options.move_cap
     if cap < 1:
         raise ConfigError(f"--move-cap {cap}: must be >= 1 move")
-    if options.checkpoint_every is not None:
-        if options.checkpoint_every < 1:
-            raise ConfigError(f"--checkpoint-every {options.checkpoint_every}: must be >= 1")
-        base = replace(base, checkpoint_every=options.checkpoint_every)
     return GameTrainSettings(base, rule, mode, every, cap)

@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -104,11 +105,36 @@ def test_bad_options_are_one_line(tmp_path: Path) -> None:
             ["x", "--timesteps", "10", "--env", LAKE.to_argument(), "--hyperparams", '{"nope": 1}'],
             "--hyperparams",
         ),
+        (
+            ["x", "--timesteps", "10", "--env", LAKE.to_argument(), "--checkpoint-every", "0"],
+            "--checkpoint-every 0: must be >= 1",
+        ),
+        (
+            ["x", "--timesteps", "10", "--env", LAKE.to_argument(), "--keep-checkpoints", "0"],
+            "--keep-checkpoints 0: must be >= 1",
+        ),
     ):
         proc = train_env(tmp_path, *args)
         out, _ = proc.communicate(timeout=120)
         assert proc.returncode == 2, out
         assert needle in out and len(out.strip().splitlines()) == 1, out
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_step_checkpoints_every_and_kept_as_asked(tmp_path: Path) -> None:
+    # compare's curves read these: a step checkpoint every N timesteps, the newest K kept.
+    small = json.dumps({"n_steps": 16, "batch_size": 32, "n_epochs": 1})
+    args = ["x", "--timesteps", "512", "--env", LAKE.to_argument(), "--n-envs", "2"]
+    args += ["--hyperparams", small, "--checkpoint-every", "64", "--keep-checkpoints", "3"]
+    proc = train_env(tmp_path, *args)
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 0, out
+    steps = sorted(
+        int(p.stem.split("_")[1]) for p in (tmp_path / "checkpoints" / "x").glob("step_*.zip")
+    )
+    assert len(steps) == 3 and all(b - a >= 64 for a, b in pairwise(steps))
+    assert steps[-1] >= 512 - 64 and (tmp_path / "checkpoints" / "x" / "final.zip").is_file()
 
 
 @pytest.mark.slow

@@ -50,6 +50,11 @@ def settings(
         workspace=ws,
         n_envs=2,
         vec_env="dummy",
+        **(
+            {"checkpoint_every": league.pop("checkpoint_every")}
+            if "checkpoint_every" in league
+            else {}
+        ),
     )
     return league_settings(base, LeagueOptions(**league))
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -73,4 +74,23 @@ def test_an_experiment_name_whose_files_would_not_fit_is_one_line(tmp_path: Path
         parse_settings(
             "a" * 230, timesteps=1, env="{}", resume=None, seed=0, algo="PPO",
             hyperparams=None, workspace=tmp_path,
+        )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("option", "says"),
+    [
+        ({"checkpoint_every": 0}, "--checkpoint-every 0: must be >= 1 timestep"),
+        ({"keep_checkpoints": 0}, "--keep-checkpoints 0: must be >= 1 (resume needs one)"),
+    ],
+)
+def test_train_env_step_checkpoint_options_are_checked(
+    tmp_path: Path, option: dict[str, int], says: str
+) -> None:
+    from cosmic_curriculum.train.env_run import parse_settings
+
+    with pytest.raises(ConfigError, match=re.escape(says)):
+        parse_settings(
+            "x", timesteps=1, env='{"kind": "gymnasium", "id": "FrozenLake-v1"}', resume=None,
+            seed=0, algo="PPO", hyperparams=None, workspace=tmp_path, **option,
         )  # fmt: skip
