@@ -12,12 +12,12 @@ import pytest
 
 pytest.importorskip("pettingzoo")
 
-from fakes.workspace import TRAINER, fake_env, make_workspace, set_scripts  # noqa: E402
-from fakes.workspace import run_in_process as run  # noqa: E402
-from game_helpers import TICTACTOE, random_game_bot  # noqa: E402
+from fakes.workspace import TRAINER, fake_env, make_workspace, set_scripts
+from fakes.workspace import run_in_process as run
+from game_helpers import TICTACTOE, random_game_bot
 
-from cosmic_curriculum.envs.policy import save_env_bot  # noqa: E402
-from cosmic_curriculum.errors import BlockedError  # noqa: E402
+from cosmic_curriculum.envs.policy import save_env_bot
+from cosmic_curriculum.errors import BlockedError
 
 STAGES = f"""\
 max_retries = 0
