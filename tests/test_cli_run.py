@@ -143,7 +143,10 @@ def test_sigkill_of_run_and_trainer_during_training_resumes_from_checkpoint(ws: 
 
 @pytest.mark.slow
 def test_orphaned_trainer_keeps_the_lock_and_its_result_is_used(ws: Path) -> None:
-    set_scripts(ws, trainer_script={"curric-s2-defend": {"steps": 6, "step_seconds": 0.3}})
+    # The orphan finishes only when the test says so: still training whatever the load.
+    release = ws.parent / "release-orphan"
+    trainer = {"steps": 6, "step_seconds": 0.3, "hold_until": str(release)}
+    set_scripts(ws, trainer_script={"curric-s2-defend": trainer})
     proc = start(ws)
     wait_until(phase_is(ws, EXPS[1], "training"), what="training")
     wait_until(lambda: read_state(ws)["in_flight"].get("pgid"), what="pgid")
@@ -158,6 +161,7 @@ def test_orphaned_trainer_keeps_the_lock_and_its_result_is_used(ws: Path) -> Non
     assert status["in_flight"]["experiment"] == EXPS[1]
     assert status["in_flight"]["phase"] == "training"
     assert status["in_flight"]["last_progress"]["total"] == 400  # read live from its log
+    release.touch()
     wait_until(lambda: EXPS[1] in completed_trainings(ws), timeout=30, what="orphan done")
     time.sleep(0.3)  # let it exit and drop the inherited lock
     finish(ws)

@@ -13,7 +13,8 @@ first run of this experiment records ``paused`` after two steps and waits for a 
 as a training a scheduler or a machine's shutdown is about to end; later runs are ``ok``);
 ``steps`` (progress updates, default 4); ``step_seconds`` (default 0.02);
 ``bot_source`` (copy this bot file as the result, e.g. a real bot for the built-in
-evaluator).
+evaluator); ``hold_until`` (a path: after its steps the trainer waits until that file
+exists before it writes its result, so a test decides how long it outlives a run).
 
 Every run appends ``{"event": "start"|"done", "experiment", "resume", "argv", "pid"}`` to
 ``fake_runs.jsonl`` in the workspace so tests can count trainings (and ``overlap`` when
@@ -111,6 +112,10 @@ def main() -> int:
                 time.sleep(60)  # until the signal that ends it (exit 128 + signal)
         if mode != "hang" and done >= total:
             break
+    hold = cfg.get("hold_until")
+    deadline = time.monotonic() + 300.0  # never an immortal process if a test forgets it
+    while hold and not Path(str(hold)).exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
     if mode == "no_artifacts":
         print("fake trainer: finished without artefacts", flush=True)
         return 0
