@@ -28,6 +28,7 @@ from cosmic_curriculum.compare.arms import (
     parse_arms,
     plan_arm,
     run_name,
+    trained_bot_problem,
 )
 from cosmic_curriculum.compare.derive import HEADER, arm_table, toml_text
 from cosmic_curriculum.compare.measure import Probe
@@ -90,6 +91,10 @@ def plan_study(opts: CompareOptions) -> Study:
         seeds = check_seeds(list(opts.seeds), d.COMPARE_MAX_SEEDS, d.COMPARE_MAX_SEED)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
+    flags = [s.flags for s in config.stages]
+    for plan in plans:
+        if problem := trained_bot_problem(plan, names, flags):
+            raise ConfigError(problem)
     last = len(names) - 1
     kind = config.stage_env(last).kind
     for i in sorted({i for plan in plans for i in plan.stages} | {last}):
