@@ -8,6 +8,7 @@ curriculum's total, so the stages must each have a number of timesteps.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -116,3 +117,47 @@ def spent_offsets(timesteps: Sequence[int]) -> list[int]:
         offsets.append(spent)
         spent += steps
     return offsets
+
+
+def _bot_flags(flags: Sequence[str]) -> list[tuple[str, str]]:
+    """(option, bot) of each fixed opponent a stage's flags name: ``--league-bot X`` (or
+    ``=X``) and ``--opponent-mode bot:X``."""
+    found = []
+    for i, flag in enumerate(flags):
+        option, _, value = flag.partition("=")
+        if not value and i + 1 < len(flags):
+            value = flags[i + 1]
+        if option == "--league-bot":
+            found.append((option, value))
+        elif option == "--opponent-mode" and value.startswith("bot:"):
+            found.append((option, value.removeprefix("bot:")))
+    return found
+
+
+def trained_bot_problem(
+    plan: ArmPlan, stage_names: Sequence[str], stage_flags: Sequence[Sequence[str]]
+) -> str | None:
+    """Why ``plan`` cannot train (None: it can): a stage's flags name a trained bot,
+    ``bots/curric-s<N>-<stage>.json``, that no earlier stage of this arm makes (an arm
+    trains only its own stages, and the parent's trained bots are not copied into it)."""
+    from pathlib import PurePath
+
+    from cosmic_curriculum.workspace.layout import experiment_name
+
+    for position, index in enumerate(plan.stages):
+        earlier = [experiment_name(k, stage_names[plan.stages[k]], 0) for k in range(position)]
+        for option, bot in _bot_flags(stage_flags[index]):
+            path = PurePath(bot)
+            trained = len(path.parts) >= 2 and path.parts[-2] == "bots"
+            if path.is_absolute() or not (trained and path.name.startswith("curric-")):
+                continue
+            stem = path.name.removesuffix(".json")
+            if any(re.fullmatch(rf"{re.escape(e)}(-retry\d+)?", stem) for e in earlier):
+                continue
+            made = ", ".join(f"bots/{e}.json" for e in earlier) or "none"
+            return (
+                f"stages.toml: stage {stage_names[index]!r} has {option} {bot}, a bot that "
+                f"arm {plan.name} does not train before it (it makes {made}); name random, "
+                "search:N or a bot file of your own there, or leave the arm out of --arms"
+            )
+    return None

@@ -21,7 +21,7 @@ def trainer_problem(config: CurriculumConfig, index: int, kind: str) -> str | No
             "compare measures every arm on the last stage, so every stage it trains must be "
             "of the last stage's kind"
         )
-    if kind == "gymnasium" and not config.builtin_env_trainer(index):
+    if kind in ("gymnasium", "pettingzoo") and not config.builtin_env_trainer(index):
         return (
             f"stages.toml: stage {name!r} is trained by training_command "
             f"{config.training_command!r}; compare reads the checkpoints of the built-in "
@@ -32,11 +32,6 @@ def trainer_problem(config: CurriculumConfig, index: int, kind: str) -> str | No
             f"stages.toml: training_command {config.training_command!r}: compare reads the "
             f"checkpoints of the built-in arena trainer only ({' '.join(TRAINING_COMMAND)}); "
             "set it back or remove it"
-        )
-    if kind not in ("gymnasium", "arena"):
-        return (
-            f"stages.toml: stage {name!r} is of kind {kind}; compare measures gymnasium and "
-            "arena stages"
         )
     return None
 
@@ -53,6 +48,30 @@ def arena_reference(config: CurriculumConfig, ws: Path, last: int) -> Path:
             f"stages.toml: reference_bot = {ref!r}: compare plays an arena arm's checkpoints "
             'against a bot file; set the last stage\'s reference_bot = "bots/rookie.json"'
         )
+    return _bot_file(ref, ws)
+
+
+def game_reference(config: CurriculumConfig, ws: Path, last: int) -> str | Path:
+    """What every game checkpoint plays: the last stage's own reference_bot, else the
+    curriculum's, as the game evaluator names it (``random``, ``search:N``) or a bot file."""
+    from cosmic_curriculum.errors import ConfigError
+    from cosmic_curriculum.workspace.env_config import BuiltinReference
+
+    ref = config.stage_reference(last) or config.reference_bot
+    if isinstance(ref, BuiltinReference):
+        return ref.builtin if ref.depth is None else f"{ref.builtin}:{ref.depth}"
+    if not isinstance(ref, str):
+        raise ConfigError(
+            f"stages.toml: reference_bot = {ref.definition()!r}: compare plays a game arm's "
+            "checkpoints against a bot file, random or search:N; set the last stage's "
+            'reference_bot = {builtin = "search", depth = 2} (or a bot file)'
+        )
+    return _bot_file(ref, ws)
+
+
+def _bot_file(ref: str, ws: Path) -> Path:
+    from cosmic_curriculum.errors import ConfigError
+
     path = Path(ref) if Path(ref).is_absolute() else ws / ref
     if not path.is_file():
         raise ConfigError(

@@ -18,7 +18,7 @@ def _cells(doc: dict[str, Any], row: dict[str, Any]) -> list[tuple[str, str]]:
         ("seed", str(row["seed"])),
         ("timesteps", f"{row['timesteps']:,}"),
     ]
-    if doc["kind"] == "arena":
+    if doc["measure"] == "score":
         lo, hi = f["score_interval"]
         cells += [
             (f"score vs {doc['reference']} (95%)", f"{f['score']:.3f} [{lo:.3f}, {hi:.3f}]"),
@@ -51,8 +51,9 @@ def table_lines(doc: dict[str, Any]) -> list[str]:
 
 
 def report_md(doc: dict[str, Any], plot_name: str | None) -> str:
-    per = "games" if doc["kind"] == "arena" else "episodes"
-    against = f" against `{doc['reference']}`" if doc["kind"] == "arena" else ""
+    games = doc["measure"] == "score"
+    per = "games" if games else "episodes"
+    against = f" against `{doc['reference']}`" if games else ""
     lines = [
         "# Does the curriculum pay? (`cosmic-curriculum compare`)",
         "",

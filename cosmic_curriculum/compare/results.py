@@ -4,6 +4,7 @@ bot's measures and intervals, the final bots against each other, and the verdict
 from __future__ import annotations
 
 from itertools import product
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cosmic_curriculum.compare import verdict as v
@@ -37,8 +38,9 @@ def env_final(f: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def arena_final(f: dict[str, Any]) -> dict[str, Any]:
-    """An arena final bot: its games against the reference, its score and interval."""
+def game_final(f: dict[str, Any]) -> dict[str, Any]:
+    """A game's final bot (the arena, PettingZoo): its games against the reference, its
+    score and interval."""
     keys = ("episodes", "wins", "losses", "draws", "score", "score_interval")
     return {**{k: f[k] for k in keys}, "vs_reference": f["score"]}
 
@@ -49,10 +51,10 @@ def document(
     opts: CompareOptions,
     head: dict[str, float] | None = None,
 ) -> dict[str, Any]:
-    """``head``: the final bots' games against each other (the arena); None: from the
-    final bots' returns on the same episode seeds (Gymnasium)."""
+    """``head``: the final bots' games against each other (the arena, PettingZoo); None:
+    from the final bots' returns on the same episode seeds (Gymnasium)."""
     arms = [p.name for p in study.plans]
-    shape = arena_final if study.kind == "arena" else env_final
+    shape = env_final if study.kind == "gymnasium" else game_final
     out = [{**row, "final": shape(row["final"])} for row in rows]
     by_arm = {a: [r for r in out if r["arm"] == a] for a in arms}
     if head is None:
@@ -62,12 +64,17 @@ def document(
             if a != b:
                 scores = [paired_score(x, y) for x in raw[a] for y in raw[b]]
                 head[f"{a} vs {b}"] = sum(scores) / len(scores)
-    if study.kind == "arena":
-        assert study.reference is not None
-        reference, env = str(study.reference.relative_to(study.ws)), "arena"
-    else:
+    if study.kind == "gymnasium":
         assert study.probe is not None
         reference, env = "random", str(study.probe.spec.id)
+    else:
+        assert study.reference is not None
+        reference = reference_label(study.reference, study.ws)
+        env = (
+            "arena"
+            if study.kind == "arena"
+            else str(study.config.stage_env(len(study.config.stages) - 1).id)
+        )
     return {
         "arms": out,
         "budget": study.plans[0].total,
@@ -83,6 +90,14 @@ def document(
         "head_to_head": head,
         "verdict": verdict_lines(arms, by_arm, study),
     }
+
+
+def reference_label(reference: Path | str, ws: Path) -> str:
+    """A reference as the study names it: a built-in's name, a bot file by its path in
+    the workspace (or as given, outside it)."""
+    if isinstance(reference, str):
+        return reference
+    return str(reference.relative_to(ws)) if reference.is_relative_to(ws) else str(reference)
 
 
 def verdict_lines(

@@ -28,6 +28,7 @@ from cosmic_curriculum.compare.arms import (
     parse_arms,
     plan_arm,
     run_name,
+    trained_bot_problem,
 )
 from cosmic_curriculum.compare.derive import HEADER, arm_table, toml_text
 from cosmic_curriculum.compare.measure import Probe
@@ -64,16 +65,16 @@ class Study:
     raw: dict[str, Any]
     plans: list[ArmPlan]
     seeds: list[int]
-    kind: str  # the last stage's env kind: "gymnasium" or "arena"
+    kind: str  # the last stage's env kind: "gymnasium", "arena" or "pettingzoo"
     probe: Probe | None  # gymnasium: the last stage's env and the gate's rules
-    reference: Path | None  # arena: the bot every checkpoint plays
+    reference: Path | str | None  # arena, pettingzoo: what every checkpoint plays
     measure: str  # "success", "return" or "score": what the target and the verdict read
     target: float | None
 
 
 def plan_study(opts: CompareOptions) -> Study:
     """Every input checked, one line each (ConfigError, exit 2), before anything runs."""
-    from cosmic_curriculum.compare.checks import arena_reference, trainer_problem
+    from cosmic_curriculum.compare.checks import arena_reference, game_reference, trainer_problem
 
     ws = opts.workspace.resolve()
     path = ws / L.CONFIG_FILE
@@ -90,14 +91,19 @@ def plan_study(opts: CompareOptions) -> Study:
         seeds = check_seeds(list(opts.seeds), d.COMPARE_MAX_SEEDS, d.COMPARE_MAX_SEED)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
+    flags = [s.flags for s in config.stages]
+    for plan in plans:
+        if problem := trained_bot_problem(plan, names, flags):
+            raise ConfigError(problem)
     last = len(names) - 1
     kind = config.stage_env(last).kind
     for i in sorted({i for plan in plans for i in plan.stages} | {last}):
         if problem := trainer_problem(config, i, kind):
             raise ConfigError(problem)
-    if kind == "arena":
+    if kind in ("arena", "pettingzoo"):
         _check_target(opts.target, "score")
-        ref = arena_reference(config, ws, last)
+        pick = arena_reference if kind == "arena" else game_reference
+        ref = pick(config, ws, last)
         return Study(ws, config, raw, plans, seeds, kind, None, ref, "score", opts.target)
     gate = config.stage_gate(last)
     threshold = "threshold" in gate.rules
@@ -162,8 +168,14 @@ def _run(study: Study, opts: CompareOptions, lock_fd: int, say: Callable[[str], 
     if study.kind == "arena":
         train(lambda r: None)
         rows, head = _measure_arena(study, runs, opts, root, say)
+    elif study.kind == "pettingzoo":
+        rows, head = _measure_game(study, runs, opts, root, say, train)
     else:
-        rows, head = _measure_gymnasium(study, runs, opts, root, say, train), None
+        from cosmic_curriculum.compare.measure import gymnasium_measurer
+
+        assert study.probe is not None
+        m = gymnasium_measurer(study.probe, opts.final_episodes, study.measure)
+        rows, head = _measure_along(study, runs, opts, root, say, train, m), None
     doc = document(study, rows, opts, head)
     return write_outputs(doc, study.ws, opts.json_out, opts.plot)
 
@@ -229,20 +241,17 @@ def _by_arm(study: Study, runs: Runs) -> Runs:
     return sorted(runs, key=lambda r: (study.plans.index(r[1]), study.seeds.index(r[2])))
 
 
-def _measure_gymnasium(
+def _measure_along(
     study: Study,
     runs: Runs,
     opts: CompareOptions,
     root: Path,
     say: Callable[[str], None],
     train: Callable[[Callable[[ArmRun], None]], None],
+    m: Measurer,
 ) -> list[dict[str, Any]]:
-    """Each arm measured as soon as it is trained, in one thread beside the trainings
-    (the measure steps envs; the trainings are processes)."""
-    from cosmic_curriculum.compare.measure import gymnasium_measurer
-
-    assert study.probe is not None
-    m = gymnasium_measurer(study.probe, opts.final_episodes, study.measure)
+    """Each arm measured by ``m`` as soon as it is trained, in one thread beside the
+    trainings (the measure steps envs or games; the trainings are processes)."""
     stop = threading.Event()
     measured: dict[str, Future[dict[str, Any]]] = {}
     plan_of = {r.name: (plan, seed) for r, plan, seed in runs}
@@ -262,13 +271,43 @@ def _measure_gymnasium(
             raise
 
 
+def _measure_game(
+    study: Study,
+    runs: Runs,
+    opts: CompareOptions,
+    root: Path,
+    say: Callable[[str], None],
+    train: Callable[[Callable[[ArmRun], None]], None],
+) -> tuple[list[dict[str, Any]], dict[str, float]]:
+    """Each arm's checkpoints against the last stage's reference as soon as it is trained
+    (the game is the last stage's, known before any training), then the final bots
+    against each other."""
+    from cosmic_curriculum.compare import game_measure as gm
+    from cosmic_curriculum.compare.heads import final_heads
+
+    assert study.reference is not None
+    probe = gm.game_probe(study.config, study.reference, d.COMPARE_EVAL_SEED, root / "measures")
+
+    def play(path: Path, episodes: int) -> dict[str, Any]:
+        return gm.play_checkpoint(path, probe, episodes)
+
+    def finals(a: Path, b: Path, episodes: int) -> dict[str, Any]:
+        return gm.play_finals(a, b, probe, episodes)
+
+    m = Measurer(play=play, tag=probe.tag(), measure="score")
+    rows = _measure_along(study, runs, opts, root, say, train, m)
+    ordered = _by_arm(study, runs)
+    tag, episodes = probe.tag(), opts.final_episodes
+    return rows, final_heads(study, ordered, finals, tag, probe.seed, episodes, root)
+
+
 def _measure_arena(
     study: Study, runs: Runs, opts: CompareOptions, root: Path, say: Callable[[str], None]
 ) -> tuple[list[dict[str, Any]], dict[str, float]]:
     """Every arm once all are trained (the last stage's game is read from the first arm
     that trained it), then the final bots against each other."""
     from cosmic_curriculum.compare import arena_measure as am
-    from cosmic_curriculum.compare.heads import arena_heads
+    from cosmic_curriculum.compare.heads import final_heads
 
     last = len(study.config.stages) - 1
     finals = [
@@ -285,7 +324,7 @@ def _measure_arena(
             "compare: no arm trained the last stage, so its game is unknown; add last-stage "
             "to --arms"
         )
-    assert study.reference is not None
+    assert isinstance(study.reference, Path)  # arena_reference: a bot file
     probe = am.ArenaProbe(game, study.reference, d.COMPARE_EVAL_SEED)
 
     def play(path: Path, episodes: int) -> dict[str, Any]:
@@ -295,7 +334,12 @@ def _measure_arena(
     never = threading.Event()
     ordered = _by_arm(study, runs)
     rows = [_row(study, r, plan, seed, m, opts, root, say, never) for r, plan, seed in ordered]
-    return rows, arena_heads(study, ordered, probe, opts.final_episodes, root)
+
+    def duel(a: Path, b: Path, episodes: int) -> dict[str, Any]:
+        return am.play_finals(a, b, probe, episodes)
+
+    tag, episodes = probe.tag(), opts.final_episodes
+    return rows, final_heads(study, ordered, duel, tag, probe.seed, episodes, root)
 
 
 def _row(

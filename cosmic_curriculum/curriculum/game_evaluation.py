@@ -1,8 +1,9 @@
 """The built-in evaluation of a PettingZoo stage: seat-swapped pairs of games
 (envs/game_evaluate.py) judged by the stage's gate, which may stop after any pair.
 
-The gate's ``deterministic`` is the bots' greedy play only when the stage's gate sets it:
-a game's default is to sample (two greedy policies would replay one game in every pair).
+The gate's ``deterministic`` is the bots' greedy play only when the stage's gate sets it
+(``GateSettings.game_deterministic``, compare's choice too): a game's default is to sample
+(two greedy policies would replay one game in every pair).
 The decision the gate reached is the record's ``gate`` (pentanomial SPRT on the pairs).
 """
 
@@ -14,16 +15,7 @@ from typing import Any
 
 from cosmic_curriculum.curriculum.context import Run
 from cosmic_curriculum.curriculum.resume import BuiltinBot, Reference, reference_label
-from cosmic_curriculum.defaults import GAME_EVAL_DETERMINISTIC
 from cosmic_curriculum.evaluation.gate import GateSettings
-
-
-def game_deterministic(settings: GateSettings) -> bool:
-    """Greedy play when the gate says so, else the games' default (sampled)."""
-    if "deterministic" in settings.model_fields_set:
-        return settings.deterministic
-    return GAME_EVAL_DETERMINISTIC
-
 
 Counts = dict[str, Any]
 
@@ -80,7 +72,7 @@ def game_evaluation(
         history_path=run.paths.history,
         episodes=episodes,
         seed=seed,
-        deterministic=game_deterministic(settings),
+        deterministic=settings.game_deterministic(),
         decided=decided,
         gate_of=gate_of,
         on_progress=progress,

@@ -38,15 +38,23 @@ from cosmic_curriculum.train.league_store import (
     prune_snapshots,
 )
 from cosmic_curriculum.train.stopping import StopFlag, signals_handled
+from cosmic_curriculum.workspace.env_config import EnvSpec
 from cosmic_curriculum.workspace.layout import Layout, step_checkpoints
+
+
+def game_bot(model: Any, spec: EnvSpec, info: GameInfo, sha: str | None = None) -> EnvBot:
+    """A game model (MaskablePPO or PPO) as an env bot of ``spec``'s game that masks
+    illegal moves when the game has masks: what train-env exports, and what compare
+    makes of each checkpoint."""
+    bot = env_bot_from_model(model, spec, checkpoint_sha256=sha)
+    return replace(bot, action_mask=info.masked)
 
 
 def masked_bot(
     model: Any, settings: GameTrainSettings, info: GameInfo, sha: str | None = None
 ) -> EnvBot:
-    """The learner as an env bot that masks illegal moves when the game has masks."""
-    bot = env_bot_from_model(model, settings.base.env, checkpoint_sha256=sha)
-    return replace(bot, action_mask=info.masked)
+    """The learner as an env bot of its own game."""
+    return game_bot(model, settings.base.env, info, sha)
 
 
 def _check_algo(settings: GameTrainSettings, info: GameInfo) -> None:

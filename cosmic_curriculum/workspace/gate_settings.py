@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 from cosmic_curriculum.defaults import (
     ENV_EVAL_DETERMINISTIC,
     EVAL_EPISODES,
+    GAME_EVAL_DETERMINISTIC,
     GATE_AGAINST,
     GATE_RULE,
     REGRESSION_MARGIN,
@@ -233,6 +234,13 @@ class GateSettings(BaseModel):
     def check_pairs(self) -> int:
         """Pairs between two looks of the sequential test."""
         return 1 if self.check == "pair" else self.batch_pairs
+
+    def game_deterministic(self) -> bool:
+        """A game's action choice: greedy only when the gate says so (two greedy policies
+        would replay one game per seat order), else the games' default (sampled)."""
+        if "deterministic" in self.model_fields_set:
+            return self.deterministic
+        return GAME_EVAL_DETERMINISTIC
 
     def definition(self) -> dict[str, Any]:
         """What identifies this gate in a stage's definition (the config hash)."""

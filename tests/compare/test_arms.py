@@ -1,4 +1,5 @@
-"""The arms' pure rules: names, plans at the curriculum's total, seeds, budgets."""
+"""The arms' pure rules: names, plans at the curriculum's total, seeds, budgets, and the
+trained bots an arm's league may name."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from cosmic_curriculum.compare.arms import (
     plan_arm,
     run_name,
     spent_offsets,
+    trained_bot_problem,
 )
 
 NAMES = ["5x5", "6x6", "8x8"]
@@ -109,3 +111,48 @@ def test_names_and_offsets() -> None:
     assert run_name("stage:8x8", 2) == "stage-8x8-s2"
     assert run_name("curriculum", 0) == "curriculum-s0"
     assert spent_offsets([40, 60, 60, 100]) == [0, 40, 100, 160]
+
+
+LEAGUE = ["vs-random", "self-play", "league"]
+
+
+@pytest.mark.parametrize(
+    ("arm", "flags", "says"),
+    [
+        # The connect4 preset's league: the curriculum makes the earlier stages' bots.
+        ("curriculum", ["--league-bot", "bots/curric-s1-vs-random.json"], None),
+        ("curriculum", ["--league-bot=bots/curric-s2-self-play-retry1.json"], None),
+        ("curriculum", ["--opponent-mode", "bot:bots/curric-s2-self-play.json"], None),
+        ("last-stage", ["--league-bot", "random", "--league-bot", "search:1"], None),
+        ("last-stage", ["--league-bot", "bots/veteran.json"], None),  # copied into the arm
+        ("last-stage", ["--league-bot", "/abs/bots/curric-s1-x.json"], None),
+        (
+            "last-stage",
+            ["--league-bot", "bots/curric-s1-vs-random.json"],
+            "stage 'league' has --league-bot bots/curric-s1-vs-random.json, a bot that arm "
+            "last-stage does not train before it (it makes none)",
+        ),
+        (
+            "stage:league",
+            ["--opponent-mode", "bot:bots/curric-s2-self-play.json"],
+            "--opponent-mode bots/curric-s2-self-play.json",
+        ),
+        (
+            "curriculum",
+            ["--league-bot", "bots/curric-s3-league.json"],
+            "(it makes bots/curric-s1-vs-random.json, bots/curric-s2-self-play.json)",
+        ),
+        (
+            "curriculum",
+            ["--league-bot", "bots/curric-s1-vs-random-old.json"],
+            "does not train before it",
+        ),
+    ],
+)
+def test_an_arms_league_names_only_bots_the_arm_trains_first(
+    arm: str, flags: list[str], says: str | None
+) -> None:
+    plan = plan_arm(arm, LEAGUE, [10, 20, 30])
+    stage_flags = [["--opponent-mode", "random"], ["--opponent-mode", "self_play"], flags]
+    problem = trained_bot_problem(plan, LEAGUE, stage_flags)
+    assert problem is None if says is None else says in (problem or ""), problem

@@ -64,6 +64,11 @@ def ws(tmp_path: Path) -> Path:
         (STAGES, ("--seeds", "1", "1"), "--seeds: 1 is given twice"),
         (STAGES, ("--target", "1.5"), "--target 1.5: the success on the last stage lies in 0..1"),
         (STAGES, ("--target", "nan"), "--target nan: give a finite number"),
+        (
+            STAGES + 'flags = ["--league-bot", "bots/curric-s1-one.json"]\n',
+            (),
+            "stage 'two' has --league-bot bots/curric-s1-one.json, a bot that arm last-stage",
+        ),
     ],
 )
 def test_bad_input_is_one_line_before_any_arm(
