@@ -8,6 +8,7 @@ player on the same seeds (the reference the head to head reads).
 from __future__ import annotations
 
 import pickle
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,18 +55,7 @@ def play_checkpoint(checkpoint: Path, probe: Probe, episodes: int) -> dict[str, 
         norm = pickle.loads(stats.read_bytes()) if stats.is_file() else None
     except Exception as exc:  # a torn or foreign zip: one line naming it
         raise CompareError(f"{checkpoint}: cannot load the checkpoint ({exc})") from None
-    bot = env_bot_from_model(model, probe.spec, normalizer=norm)
-    runner = EnvRunner(bot, min(16, episodes), probe.success_return)
-    try:
-        eps = runner.play(
-            bot,
-            episode_seeds(probe.seed, episodes),
-            probe.deterministic,
-            np.random.default_rng([probe.seed, 1]),
-        )
-    finally:
-        runner.close()
-    return _result([e.total for e in eps], [e.success for e in eps])
+    return _episodes(probe, env_bot_from_model(model, probe.spec, normalizer=norm), episodes, 1)
 
 
 def play_random(probe: Probe, episodes: int, bot_checkpoint: Path) -> dict[str, Any]:
@@ -75,14 +65,25 @@ def play_random(probe: Probe, episodes: int, bot_checkpoint: Path) -> dict[str, 
 
     model = algo_class(probe.algo).load(str(bot_checkpoint), device="cpu")
     bot = env_bot_from_model(model, probe.spec)
+    return _episodes(probe, bot, episodes, 2, lambda space: RandomPlayer(space, probe.seed))
+
+
+def _episodes(
+    probe: Probe,
+    bot: Any,
+    episodes: int,
+    stream: int,
+    player: Callable[[Any], Any] | None = None,
+) -> dict[str, Any]:
+    """``bot``'s env (or ``player`` of its action space) on the probe's episode seeds;
+    ``stream`` seeds the sampling, one a player."""
     runner = EnvRunner(bot, min(16, episodes), probe.success_return)
     try:
-        player = RandomPlayer(runner.envs[0].action_space, probe.seed)
         eps = runner.play(
-            player,
+            bot if player is None else player(runner.envs[0].action_space),
             episode_seeds(probe.seed, episodes),
             probe.deterministic,
-            np.random.default_rng([probe.seed, 2]),
+            np.random.default_rng([probe.seed, stream]),
         )
     finally:
         runner.close()
