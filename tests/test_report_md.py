@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import io
+import json
 import re
 import subprocess
 import sys
@@ -309,3 +310,30 @@ def test_text_from_files_reads_back_as_it_was(value: str, markdown: str, shown: 
 
     assert md_text.text(value) == markdown
     assert _inline(md_text.text(value)) == shown
+
+
+@pytest.mark.parametrize(
+    ("study", "shown"),
+    [
+        ({"verdict": ["2 against 2 seeds cannot show a *difference*"]}, True),
+        ({"verdict": "not a list"}, False),
+        ("[1, 2", False),  # a torn file: no section, and no failure either
+        (None, False),
+    ],
+)
+def test_the_report_names_a_compare_study_and_its_verdict(
+    ws: Path, study: Any, shown: bool
+) -> None:
+    from cosmic_curriculum.reports.markdown import write_report
+    from cosmic_curriculum.workspace.layout import Layout
+
+    if study is not None:
+        (ws / "compare").mkdir()
+        text = study if isinstance(study, str) else json.dumps(study)
+        (ws / "compare" / "compare.json").write_text(text)
+    layout = Layout(ws)
+    write_report(layout, load_state(layout.state), load_config(layout.config))
+    report = (ws / "REPORT.md").read_text()
+    assert ("## Does the curriculum pay? (`compare`)" in report) is shown
+    if shown:  # the verdict is inert text: a file's asterisks are not emphasis
+        assert "`compare/REPORT.md`" in report and r"cannot show a \*difference\*" in report

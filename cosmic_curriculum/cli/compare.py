@@ -122,7 +122,19 @@ def compare_command(
             sys.stdout.write(line + "\n")
             sys.stdout.flush()
 
-        for line in run_compare(opts, say):
+        for line in run_compare(opts, say, _refresh_report):
             say(line)
 
     guarded(go)
+
+
+def _refresh_report(ws: Path) -> str:
+    """REPORT.md of the workspace, which now names the study; its relative path."""
+    from cosmic_curriculum.reports.markdown import write_report
+    from cosmic_curriculum.workspace.config_file import load_config
+    from cosmic_curriculum.workspace.layout import Layout
+    from cosmic_curriculum.workspace.state_file import load_state
+
+    layout = Layout(ws.resolve())
+    write_report(layout, load_state(layout.state), load_config(layout.config))
+    return layout.rel(layout.report)

@@ -5,6 +5,7 @@ one), the user's --json and --plot as well."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +19,15 @@ RECORDED = (".gitignore", "compare.json", "compare.png", "REPORT.md")
 
 
 def write_outputs(
-    doc: dict[str, Any], ws: Path, json_out: Path | None, plot: Path | None
+    doc: dict[str, Any],
+    ws: Path,
+    json_out: Path | None,
+    plot: Path | None,
+    refresh: Callable[[Path], str] | None = None,
 ) -> list[str]:
-    """Write everything; the lines to print (the table, the verdict, where files went)."""
+    """Write everything; the lines to print (the table, the verdict, where files went).
+    ``refresh`` rewrites the workspace's own report (which names the study) and gives its
+    path, committed with the study."""
     root = ws / COMPARE_DIR
     data = (json.dumps(fsio.without_surrogates_in(doc), indent=1) + "\n").encode()
     png = plot_png(doc)
@@ -37,10 +44,17 @@ def write_outputs(
         f"{COMPARE_DIR}/REPORT.md",
     ]
     wrote += [str(p) for p in (json_out, plot) if p is not None]
-    return [*table_lines(doc), f"wrote {', '.join(wrote)}", *_commit(ws, doc)]
+    lines = [*table_lines(doc), f"wrote {', '.join(wrote)}"]
+    report: list[str] = []
+    if refresh is not None:
+        try:
+            report.append(refresh(ws))
+        except Exception as exc:  # the study is written: the report must not cost it
+            lines.append(f"warning: could not rewrite the workspace's report ({exc})")
+    return [*lines, *_commit(ws, doc, report)]
 
 
-def _commit(ws: Path, doc: dict[str, Any]) -> list[str]:
+def _commit(ws: Path, doc: dict[str, Any], also: list[str]) -> list[str]:
     """The study's files into the workspace's git (the arms stay out: their own
     repositories); a failure is a warning, the files are on disk."""
     from cosmic_curriculum.errors import GitError
@@ -49,7 +63,7 @@ def _commit(ws: Path, doc: dict[str, Any]) -> list[str]:
 
     if not is_repo(ws):
         return []
-    paths = [f"{COMPARE_DIR}/{name}" for name in RECORDED]
+    paths = [f"{COMPARE_DIR}/{name}" for name in RECORDED] + also
     arms = len({r["arm"] for r in doc["arms"]})
     message = (
         f"chore(compare): the study of {arms} arms x {len(doc['seeds'])} seeds at "

@@ -133,9 +133,14 @@ def _check_target(target: float | None, measure: str) -> None:
         )
 
 
-def run_compare(opts: CompareOptions, say: Callable[[str], None]) -> list[str]:
-    """Train and measure what is missing, write the study (holding the workspace); the
-    lines to print (the table, the verdict, what was written)."""
+def run_compare(
+    opts: CompareOptions,
+    say: Callable[[str], None],
+    refresh: Callable[[Path], str] | None = None,
+) -> list[str]:
+    """Train and measure what is missing, write the study (holding the workspace; then
+    ``refresh``, the workspace's own report); the lines to print (the table, the
+    verdict, what was written)."""
     from cosmic_curriculum.workspace.lock import WorkspaceLock
 
     study = plan_study(opts)
@@ -145,12 +150,18 @@ def run_compare(opts: CompareOptions, say: Callable[[str], None]) -> list[str]:
         raise LockError(f"{exc} (compare trains its arms while it holds the workspace)") from None
     try:
         with _signals_stop():
-            return _run(study, opts, lock.fd, say)
+            return _run(study, opts, lock.fd, say, refresh)
     finally:
         lock.release()
 
 
-def _run(study: Study, opts: CompareOptions, lock_fd: int, say: Callable[[str], None]) -> list[str]:
+def _run(
+    study: Study,
+    opts: CompareOptions,
+    lock_fd: int,
+    say: Callable[[str], None],
+    refresh: Callable[[Path], str] | None,
+) -> list[str]:
     from cosmic_curriculum.compare.output import write_outputs
     from cosmic_curriculum.compare.results import document
 
@@ -177,7 +188,7 @@ def _run(study: Study, opts: CompareOptions, lock_fd: int, say: Callable[[str], 
         m = gymnasium_measurer(study.probe, opts.final_episodes, study.measure)
         rows, head = _measure_along(study, runs, opts, root, say, train, m), None
     doc = document(study, rows, opts, head)
-    return write_outputs(doc, study.ws, opts.json_out, opts.plot)
+    return write_outputs(doc, study.ws, opts.json_out, opts.plot, refresh)
 
 
 @contextmanager

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cosmic_curriculum.defaults import COMPARE_DIR
 from cosmic_curriculum.errors import ConfigError
 from cosmic_curriculum.reports import md_text
 from cosmic_curriculum.reports.summary import (
@@ -115,6 +116,10 @@ def blocks(layout: Layout, data: Summary) -> list[Block]:
         out += [Block("h2", "Against earlier stages")]
         out.append(Block("table", rows=[list(FORGETTING_COLUMNS), *data.forgetting]))
         out.append(Block("p", FORGETTING_LEGEND))
+    if data.study:  # `cosmic-curriculum compare` has written its study
+        out += [Block("h2", "Does the curriculum pay? (`compare`)")]
+        where = f"The study: {md_text.code(COMPARE_DIR + '/REPORT.md')}. Its verdict:"
+        out.append(Block("p", " ".join([where, *(md_text.text(v) for v in data.study)])))
     ladder_rows = [
         [md_text.code(r.bot), md_text.text(r.stage), _ladder_elo(r), _err(r)] for r in data.ladder
     ]

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from cosmic_curriculum.core.next_action import REASON_HINT, next_action
+from cosmic_curriculum.defaults import COMPARE_DIR
 from cosmic_curriculum.evaluation import stats
 from cosmic_curriculum.progress import parse_progress_line
 from cosmic_curriculum.reports import md_text
@@ -90,6 +91,7 @@ class Summary:
     experiments: list[tuple[str, str]] = field(default_factory=list)  # (experiment, decision)
     # against = "all": one row per forgetting comparison (FORGETTING_COLUMNS)
     forgetting: list[list[str]] = field(default_factory=list)
+    study: list[str] = field(default_factory=list)  # `compare`'s verdict, when it has run
 
 
 FORGETTING_COLUMNS = (
@@ -120,8 +122,24 @@ def summarise(
             out.experiments.append((entry.experiment, _decision(entry)))
             out.forgetting += [_comparison_row(entry, c) for c in entry.comparisons or []]
     out.ladder = ladder(state, config, by_id)
+    out.study = study_verdict(layout.root / COMPARE_DIR / "compare.json")
     _next(out, layout, state, config)
     return out
+
+
+def study_verdict(path: Path) -> list[str]:
+    """The verdict lines of `compare`'s study (none when there is no readable one: the
+    report never fails over it)."""
+    import json
+
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    verdict = doc.get("verdict") if isinstance(doc, dict) else None
+    if not isinstance(verdict, list):
+        return []
+    return [line for line in verdict if isinstance(line, str)]
 
 
 def _pending(state: CurriculumState, i: int) -> str:

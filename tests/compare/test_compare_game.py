@@ -105,6 +105,12 @@ def test_a_game_compare_plays_the_last_reference_in_seat_swapped_pairs(tmp_path:
     assert bot["action_mask"] is True and bot["env"]["id"] == "pettingzoo.classic.tictactoe_v3"
     assert (ws / "compare" / "compare.png").read_bytes()[:4] == b"\x89PNG"
     assert "against `random`" in (ws / "compare" / "REPORT.md").read_text()
+    # The workspace's own report names the study, committed with it.
+    report = (ws / "REPORT.md").read_text()
+    assert "Does the curriculum pay? (`compare`)" in report and "cannot show" in report
+    shown = ["git", "show", "--name-only", "--format=", "HEAD"]
+    files = subprocess.run(shown, cwd=ws, capture_output=True, text=True, check=True).stdout
+    assert {"REPORT.md", "compare/REPORT.md", "compare/compare.json"} <= set(files.split())
 
     again = _cli(ws, *ARGS)
     assert again.returncode == 0, again.stderr
