@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from crash.harness import kill_everything
+from crash.harness import kill_everything, wait_for_orphans
 from fakes.waiting import wait_until
 from fakes.workspace import (
     cli_env,
@@ -139,6 +139,9 @@ def test_kill_9_of_run_during_a_continuation_then_resume_never_runs_two_trainers
             "SIGTERM from outside"
         ]
         assert "continued 1x: SIGTERM from outside" in render_status(shown)
+        # The continuation's trainer holds the workspace until it ends (a run before that
+        # is refused, however fast the machine): resume once it has.
+        wait_for_orphans(ws, timeout=60)
         resumed = run_cli(ws)
     finally:
         if proc.poll() is None:
