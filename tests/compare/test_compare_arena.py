@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from compare_helpers import cli
 
 STAGES = """\
 max_retries = 0
@@ -41,25 +41,15 @@ ARGS = ("compare", "--seeds", "0", "--points", "4", "--checkpoint-episodes", "4"
 ARGS += ("--final-episodes", "8", "--target", "0.5")
 
 
-def _cli(ws: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "cosmic_curriculum", *args],
-        cwd=ws,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-
-
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_an_arena_compare_plays_the_reference_in_the_last_stages_game(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
-    made = _cli(tmp_path, "init", str(ws), "--preset", "quick")
+    made = _cli900(tmp_path, "init", str(ws), "--preset", "quick")
     assert made.returncode == 0, made.stderr
     (ws / "stages.toml").write_text(STAGES)
 
-    got = _cli(ws, *ARGS, "--json", str(tmp_path / "study.json"))
+    got = _cli900(ws, *ARGS, "--json", str(tmp_path / "study.json"))
     assert got.returncode == 0, got.stdout + got.stderr
     doc = json.loads((tmp_path / "study.json").read_text())
     assert (doc["kind"], doc["measure"], doc["reference"]) == ("arena", "score", "bots/rookie.json")
@@ -92,7 +82,11 @@ def test_an_arena_compare_plays_the_reference_in_the_last_stages_game(tmp_path: 
     assert "score vs bots/rookie.json (95%)" in got.stdout
     assert (ws / "compare" / "compare.png").read_bytes()[:4] == b"\x89PNG"
 
-    again = _cli(ws, *ARGS)
+    again = _cli900(ws, *ARGS)
     assert again.returncode == 0, again.stderr
     assert "training (log" not in again.stdout and again.stdout.count("trained (") == 2
     assert json.loads((ws / "compare" / "compare.json").read_text())["arms"] == doc["arms"]
+
+
+def _cli900(ws: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return cli(ws, *args, timeout=900)  # the arena trains for real

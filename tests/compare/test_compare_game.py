@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from compare_helpers import cli
 
 STAGES = """\
 max_retries = 0
@@ -46,27 +46,17 @@ ARGS = ("compare", "--seeds", "0", "--points", "2", "--checkpoint-episodes", "4"
 ARGS += ("--final-episodes", "8", "--target", "0.5")
 
 
-def _cli(ws: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "cosmic_curriculum", *args],
-        cwd=ws,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-
-
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_a_game_compare_plays_the_last_reference_in_seat_swapped_pairs(tmp_path: Path) -> None:
     pytest.importorskip("pettingzoo")
     pytest.importorskip("sb3_contrib")
     ws = tmp_path / "ws"
-    made = _cli(tmp_path, "init", "--bare", str(ws))
+    made = cli(tmp_path, "init", "--bare", str(ws))
     assert made.returncode == 0, made.stderr
     (ws / "stages.toml").write_text(STAGES)
 
-    got = _cli(ws, *ARGS, "--json", str(tmp_path / "study.json"))
+    got = cli(ws, *ARGS, "--json", str(tmp_path / "study.json"))
     assert got.returncode == 0, got.stdout + got.stderr
     doc = json.loads((tmp_path / "study.json").read_text())
     assert (doc["kind"], doc["measure"], doc["reference"]) == ("pettingzoo", "score", "random")
@@ -112,7 +102,7 @@ def test_a_game_compare_plays_the_last_reference_in_seat_swapped_pairs(tmp_path:
     files = subprocess.run(shown, cwd=ws, capture_output=True, text=True, check=True).stdout
     assert {"REPORT.md", "compare/REPORT.md", "compare/compare.json"} <= set(files.split())
 
-    again = _cli(ws, *ARGS)
+    again = cli(ws, *ARGS)
     assert again.returncode == 0, again.stderr
     assert "training (log" not in again.stdout and again.stdout.count("trained (") == 2
     assert json.loads((ws / "compare" / "compare.json").read_text())["arms"] == doc["arms"]

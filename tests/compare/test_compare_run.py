@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from compare_helpers import cli
 from crash.harness import kill_everything
 
 STAGES = """\
@@ -50,16 +51,6 @@ ARGS = ("compare", "--seeds", "0", "1", "--points", "2", "--checkpoint-episodes"
 ARGS += ("--final-episodes", "8")
 
 
-def _cli(ws: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "cosmic_curriculum", *args],
-        cwd=ws,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-
-
 def _status(sub: Path) -> str | None:
     try:
         return str(json.loads((sub / "curriculum_state.json").read_text())["status"])
@@ -77,7 +68,7 @@ def test_compare_trains_measures_and_resumes_after_kill(tmp_path: Path) -> None:
     pytest.importorskip("gymnasium")
     pytest.importorskip("stable_baselines3")
     ws = tmp_path / "ws"
-    made = _cli(tmp_path, "init", "--bare", str(ws))
+    made = cli(tmp_path, "init", "--bare", str(ws))
     assert made.returncode == 0, made.stderr
     (ws / "stages.toml").write_text(STAGES)
 
@@ -103,7 +94,7 @@ def test_compare_trains_measures_and_resumes_after_kill(tmp_path: Path) -> None:
     trained = _logs(done)
 
     out = tmp_path / "study.json"
-    resumed = _cli(ws, *ARGS, "--json", str(out), "--plot", str(tmp_path / "study.png"))
+    resumed = cli(ws, *ARGS, "--json", str(out), "--plot", str(tmp_path / "study.png"))
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     assert f"curriculum-s0: trained ({_status(done)})" in resumed.stdout
     assert _logs(done) == trained  # nothing of the finished arm trained again
@@ -127,7 +118,7 @@ def test_compare_trains_measures_and_resumes_after_kill(tmp_path: Path) -> None:
     assert "verdict:" in resumed.stdout
 
     measures = {p.name: p.read_bytes() for p in (ws / "compare" / "measures").iterdir()}
-    again = _cli(ws, *ARGS)
+    again = cli(ws, *ARGS)
     assert again.returncode == 0, again.stderr
     assert "training (log" not in again.stdout and again.stdout.count("trained (") == 4
     assert {p.name: p.read_bytes() for p in (ws / "compare" / "measures").iterdir()} == measures
