@@ -33,6 +33,7 @@ import platform
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -66,38 +67,33 @@ def default_bot(path: Path) -> Path:
     return path
 
 
+# The bot's move from its observation and legal-move mask.
+Move = Callable[[dict[str, Any], np.ndarray, np.random.Generator], int]
+
+
 def pettingzoo_loop(bot: EnvBot, games: int, seed: int) -> float:
     """The bot's score over ``games`` games played one at a time with PettingZoo's API."""
-    env = connect_four_v3.env()
-    rng = np.random.default_rng(seed)
-    score = 0.0
-    for g in range(games):
-        env.reset(seed=seed + g)
-        seat = env.agents[g % 2]  # the bot's seat alternates
-        totals = {a: 0.0 for a in env.agents}
-        for agent in env.agent_iter():
-            obs, reward, terminated, truncated, _ = env.last()
-            totals[agent] += float(reward)
-            if terminated or truncated:
-                env.step(None)
-                continue
-            mask = obs["action_mask"].astype(bool)
-            if agent == seat:
-                board = obs["observation"][None]
-                move = int(bot.act(board, False, rng, mask=mask[None])[0])
-            else:
-                move = int(rng.choice(np.flatnonzero(mask)))
-            env.step(move)
-        other = next(a for a in totals if a != seat)
-        lead = totals[seat] - totals[other]
-        score += 1.0 if lead > 0 else 0.5 if lead == 0 else 0.0
-    env.close()
-    return score / games
+
+    def move(obs: dict[str, Any], mask: np.ndarray, rng: np.random.Generator) -> int:
+        return int(bot.act(obs["observation"][None], False, rng, mask=mask[None])[0])
+
+    return _one_at_a_time(move, games, seed)
 
 
 def sb3_loop(model: Any, games: int, seed: int) -> float:
     """PettingZoo's loop with the trained MaskablePPO's own ``predict`` (torch, batch 1),
     as PettingZoo's SB3 tutorial evaluates its connect-four agent."""
+
+    def move(obs: dict[str, Any], mask: np.ndarray, rng: np.random.Generator) -> int:
+        chosen, _ = model.predict(obs["observation"], action_masks=mask, deterministic=False)
+        return int(chosen)
+
+    return _one_at_a_time(move, games, seed)
+
+
+def _one_at_a_time(move: Move, games: int, seed: int) -> float:
+    """The score of ``move`` (the bot's choice from an observation and its mask) over
+    ``games`` games against uniform legal moves, the bot's seat alternating."""
     env = connect_four_v3.env()
     rng = np.random.default_rng(seed)
     score = 0.0
@@ -113,11 +109,9 @@ def sb3_loop(model: Any, games: int, seed: int) -> float:
                 continue
             mask = obs["action_mask"].astype(bool)
             if agent == seat:
-                move, _ = model.predict(obs["observation"], action_masks=mask, deterministic=False)
-                move = int(move)
+                env.step(move(obs, mask, rng))
             else:
-                move = int(rng.choice(np.flatnonzero(mask)))
-            env.step(move)
+                env.step(int(rng.choice(np.flatnonzero(mask))))
         other = next(a for a in totals if a != seat)
         lead = totals[seat] - totals[other]
         score += 1.0 if lead > 0 else 0.5 if lead == 0 else 0.0
