@@ -84,18 +84,18 @@ def gate_simulation_table(
     from rich.table import Table
 
     table = Table(title=f"Gate Monte Carlo, {trials:,} trials per cell")
-    for head in (
-        "rule",
-        "draws",
-        "false-fail (equal)",
-        f"passes {worse:g} worse",
-        f"fails {better:g} better",
-        "episodes equal: mean / p95",
-        "worse: mean / p95",
-    ):
-        table.add_column(
-            head, justify="left" if head == "rule" else "right", no_wrap=head == "rule"
-        )
+    _columns(
+        table,
+        (
+            "rule",
+            "draws",
+            "false-fail (equal)",
+            f"passes {worse:g} worse",
+            f"fails {better:g} better",
+            "episodes equal: mean / p95",
+            "worse: mean / p95",
+        ),
+    )
     for row in rows:
         table.add_row(
             row["rule"],
@@ -114,10 +114,7 @@ def threshold_simulation_table(rows: Sequence[dict[str, Any]], trials: int) -> A
     from rich.table import Table
 
     table = Table(title=f"Threshold gate Monte Carlo, {trials:,} trials per cell")
-    for head in ("rule", "true strength", "passes", "fails", "episodes: mean / p95"):
-        table.add_column(
-            head, justify="left" if head == "rule" else "right", no_wrap=head == "rule"
-        )
+    _columns(table, ("rule", "true strength", "passes", "fails", "episodes: mean / p95"))
     for row in rows:
         table.add_row(
             row["rule"],
@@ -141,19 +138,19 @@ def forgetting_simulation_table(
         title=f'Gate against forgetting (against = "all", {against} earlier bots) Monte Carlo, '
         f"{trials:,} trials per cell"
     )
-    for head in (
-        "rule",
-        "draws",
-        "beta each",
-        "false-fail: reference",
-        f"{against} earlier",
-        "whole gate",
-        f"catches {worse:g} worse vs one",
-        "episodes added",
-    ):
-        table.add_column(
-            head, justify="left" if head == "rule" else "right", no_wrap=head == "rule"
-        )
+    _columns(
+        table,
+        (
+            "rule",
+            "draws",
+            "beta each",
+            "false-fail: reference",
+            f"{against} earlier",
+            "whole gate",
+            f"catches {worse:g} worse vs one",
+            "episodes added",
+        ),
+    )
     for row in rows:
         table.add_row(
             row["rule"],
@@ -166,3 +163,11 @@ def forgetting_simulation_table(
             f"{row['family_mean_episodes']:.0f}",
         )
     return table
+
+
+def _columns(table: Any, heads: Sequence[str]) -> None:
+    """A simulation table's columns: the rule's on the left, unwrapped; numbers right."""
+    for head in heads:
+        table.add_column(
+            head, justify="left" if head == "rule" else "right", no_wrap=head == "rule"
+        )
