@@ -16,6 +16,7 @@ import io
 import pickle
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -56,27 +57,52 @@ def shared_parts(game: Any) -> dict[int, Any]:
 
 
 class _StatePickler(pickle.Pickler):
-    """Pickles a game's state: shared parts as tokens, EzPickle objects by their
-    attributes (their own pickling keeps only the constructor's arguments)."""
+    """Pickles a game's state: env and EzPickle objects by their attributes (their own
+    pickling keeps only the constructor's arguments), each shared part of ``fixed`` as
+    its attribute's name and id. Shared parts are found at the env objects alone, never
+    object by object: a ``persistent_id`` hook would be a Python call for each of the
+    board's cells, which cost more than the copy itself."""
 
     def __init__(self, out: io.BytesIO, fixed: dict[int, Any]) -> None:
         super().__init__(out, protocol=pickle.HIGHEST_PROTOCOL)
         self.fixed = fixed
-
-    def persistent_id(self, obj: Any) -> Any:
-        return id(obj) if id(obj) in self.fixed else None
+        self.env_types = _env_types()
 
     def reducer_override(self, obj: Any) -> Any:
-        from gymnasium.utils import EzPickle
-        from pettingzoo.utils.env import AECEnv, ParallelEnv
-
-        if isinstance(obj, AECEnv | ParallelEnv | EzPickle):
-            return (object.__new__, (type(obj),), vars(obj), None, None, _restore)
+        if isinstance(obj, self.env_types):
+            return (
+                object.__new__,
+                (type(obj),),
+                own_state(vars(obj), self.fixed),
+                None,
+                None,
+                _restore,
+            )
         return NotImplemented
 
 
-def _restore(obj: Any, state: dict[str, Any]) -> None:
-    obj.__dict__.update(state)  # not the class's __setstate__: EzPickle's builds anew
+@cache
+def _env_types() -> tuple[type, ...]:
+    """The classes pickled by their attributes (imported once: a search copies often)."""
+    from gymnasium.utils import EzPickle
+    from pettingzoo.utils.env import AECEnv, ParallelEnv
+
+    return (AECEnv, ParallelEnv, EzPickle)
+
+
+def own_state(
+    attributes: dict[str, Any], fixed: dict[int, Any]
+) -> tuple[tuple[tuple[str, int], ...], dict[str, Any]]:
+    """(the shared attributes as (name, id) pairs, the others by value)."""
+    shared = tuple((k, id(v)) for k, v in attributes.items() if id(v) in fixed)
+    own = {k: v for k, v in attributes.items() if id(v) not in fixed}
+    return shared, own
+
+
+def _restore(obj: Any, state: Any) -> None:
+    """Stands in for the state setter a pickle names: :class:`_StateUnpickler` replaces
+    it with its own, which holds the shared parts."""
+    raise EvaluationError("a game state is restored by search:N's own unpickler only")
 
 
 class _StateUnpickler(pickle.Unpickler):
@@ -84,8 +110,16 @@ class _StateUnpickler(pickle.Unpickler):
         super().__init__(io.BytesIO(data))
         self.fixed = fixed
 
-    def persistent_load(self, pid: Any) -> Any:
-        return self.fixed[pid]
+    def find_class(self, module: str, name: str) -> Any:
+        if module == __name__ and name == _restore.__name__:
+            return self.restore
+        return super().find_class(module, name)
+
+    def restore(self, obj: Any, state: tuple[tuple[tuple[str, int], ...], dict[str, Any]]) -> None:
+        shared, own = state
+        # not the class's __setstate__: EzPickle's builds anew
+        obj.__dict__.update(own)
+        obj.__dict__.update((k, self.fixed[i]) for k, i in shared)
 
 
 def copy_game(game: Any, fixed: dict[int, Any]) -> Any:
@@ -106,9 +140,9 @@ def copy_game(game: Any, fixed: dict[int, Any]) -> Any:
 
 def state_key(game: Any, fixed: dict[int, Any]) -> bytes:
     """The whole state of ``game`` as bytes (every attribute, recursively; what
-    ``fixed`` holds (:func:`shared_parts`) as a token): equal keys, equal games."""
+    ``fixed`` holds (:func:`shared_parts`) as its id): equal keys, equal games."""
     out = io.BytesIO()
-    _StatePickler(out, fixed).dump(vars(game))
+    _StatePickler(out, fixed).dump(own_state(vars(game), fixed))
     return out.getvalue()
 
 
