@@ -184,7 +184,7 @@ def train_env_command(
         typer.Option(
             help="A pettingzoo game's opponent: random, self_play (the learner's latest "
             "snapshot), pool (a league of its snapshots, drawn by --sampling) or "
-            f"bot:<spec> (random or an env bot file). Default: {GAME_OPPONENT_MODE}."
+            f"bot:<spec> (random, search:N or an env bot file). Default: {GAME_OPPONENT_MODE}."
         ),
     ] = None,
     snapshot_every: Annotated[
@@ -218,8 +218,9 @@ def train_env_command(
     league_bot: Annotated[
         list[str] | None,
         typer.Option(
-            help="A fixed opponent mixed into self_play or pool (repeatable): random or an "
-            "env bot file of the game, e.g. an earlier stage's bots/EXP.json."
+            help="A fixed opponent mixed into self_play or pool (repeatable): random, "
+            "search:N (depth-N alpha-beta) or an env bot file of the game, e.g. an earlier "
+            "stage's bots/EXP.json."
         ),
     ] = None,
     league_bot_share: Annotated[
