@@ -67,9 +67,11 @@ class _StatePickler(pickle.Pickler):
         super().__init__(out, protocol=pickle.HIGHEST_PROTOCOL)
         self.fixed = fixed
         self.env_types = _env_types()
+        self.nested = False  # whether an env object was pickled (then: _StateUnpickler)
 
     def reducer_override(self, obj: Any) -> Any:
         if isinstance(obj, self.env_types):
+            self.nested = True
             return (
                 object.__new__,
                 (type(obj),),
@@ -117,25 +119,37 @@ class _StateUnpickler(pickle.Unpickler):
 
     def restore(self, obj: Any, state: tuple[tuple[tuple[str, int], ...], dict[str, Any]]) -> None:
         shared, own = state
-        # not the class's __setstate__: EzPickle's builds anew
-        obj.__dict__.update(own)
-        obj.__dict__.update((k, self.fixed[i]) for k, i in shared)
+        _fill(obj, own, shared, self.fixed)  # not the class's __setstate__: EzPickle's builds anew
+
+
+def _fill(
+    obj: Any, own: dict[str, Any], shared: tuple[tuple[str, int], ...], fixed: dict[int, Any]
+) -> Any:
+    """``obj`` with its own attributes and its shared ones, in the original's order."""
+    obj.__dict__.update(own)
+    obj.__dict__.update((k, fixed[i]) for k, i in shared)
+    return obj
 
 
 def copy_game(game: Any, fixed: dict[int, Any]) -> Any:
     """A copy of ``game``'s state, its env and wrappers attribute by attribute, sharing
     what ``fixed`` holds. (A plain ``deepcopy`` of a PettingZoo env builds a fresh one:
     EzPickle pickles the constructor's arguments, not the game.)"""
+    shared, own = own_state(vars(game), fixed)
     out = io.BytesIO()
+    pickler = _StatePickler(out, fixed)
     try:
-        _StatePickler(out, fixed).dump(game)
+        pickler.dump(own)
     except Exception as exc:  # a part of the state that does not pickle
         detail = " ".join(str(exc).split())
         raise EvaluationError(
             f"search:N cannot copy the state of the game {type(game.unwrapped).__name__!r} "
             f"({type(exc).__name__}: {detail}); play it against random or a bot"
         ) from None
-    return _StateUnpickler(out.getvalue(), fixed).load()
+    # A bare game's state holds no env objects: the C unpickler alone, a third the time.
+    data = out.getvalue()
+    state = _StateUnpickler(data, fixed).load() if pickler.nested else pickle.loads(data)
+    return _fill(object.__new__(type(game)), state, shared, fixed)
 
 
 def state_key(game: Any, fixed: dict[int, Any]) -> bytes:

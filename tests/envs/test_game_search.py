@@ -86,3 +86,21 @@ def test_search_plays_a_game_with_drawing_resources_and_refuses_one_it_cannot_co
     message = str(caught.value)
     assert message.startswith("search:N cannot copy the state of the game 'raw_env'")
     assert "play it against random or a bot" in message and "\n" not in message
+
+
+def test_a_wrapped_game_is_copied_through_its_wrappers_and_searched_alike() -> None:
+    from cosmic_curriculum.envs.game_search import copy_game, shared_parts
+
+    info = game_info(CONNECT_FOUR)
+    game = position([3, 3, 2])  # PettingZoo's own wrappers around the game
+    copy = copy_game(game, shared_parts(game))
+    assert type(copy) is type(game) and copy.unwrapped is not game.unwrapped
+    assert copy.unwrapped.action_spaces is game.unwrapped.action_spaces  # shared, not copied
+    copy.step(2)
+    assert copy.unwrapped.board != game.unwrapped.board  # the original is untouched
+    assert game.agent_selection != copy.agent_selection
+    for depth in (1, 2, 3):  # the wrappers' copies choose as the bare game's, seed by seed
+        wrapped = [Search(info, depth, plain=False).choose(game, np.random.default_rng(i))
+                   for i in range(4)]  # fmt: skip
+        bare = [Search(info, depth).choose(game, np.random.default_rng(i)) for i in range(4)]
+        assert wrapped == bare
