@@ -3,10 +3,11 @@ launches them, the final bot against random and search:N; and a PFSP league agai
 plain self-play at the same timesteps and seed, head to head and against search:N.
 
     nice python bench/bench_connect4_league.py [--out DIR] [--part preset|league|both]
-        [--versus-timesteps N] [--games N]
+        [--versus-timesteps N] [--games N] [--seeds 0,1,2]
 
 Prints each training's wall time and steps/s and each match's W/D/L and score (the
-candidate's (W + D/2)/N, sampled moves as the gates play, seat-swapped pairs).
+candidate's (W + D/2)/N, sampled moves as the gates play, seat-swapped pairs); with
+several seeds, the league comparison's scores of every seed and their mean.
 """
 
 from __future__ import annotations
@@ -91,10 +92,11 @@ def preset(root: Path, games: int) -> None:
         match(ws, final, ref, games if ref != "search:4" else max(20, games // 2))
 
 
-def versus(root: Path, timesteps: int, games: int) -> None:
-    ws = init_workspace(root / "versus", "connect4").workspace
+def versus(root: Path, timesteps: int, games: int, seed: int) -> dict[str, float]:
+    """Both arms from scratch with ``seed``: each match's score (the first bot's)."""
+    ws = init_workspace(root / f"versus-{seed}", "connect4").workspace
     cfg = load_config(ws / "stages.toml")
-    trainer = stage_trainer(cfg, 0, ws).argv()
+    trainer = [*stage_trainer(cfg, 0, ws).argv(), "--seed", str(seed)]
     plain = ["--opponent-mode", "self_play", "--snapshot-every", "10000"]
     league = [
         "--opponent-mode",
@@ -112,10 +114,11 @@ def versus(root: Path, timesteps: int, games: int) -> None:
     ]
     train(ws, "self-play", timesteps, [*trainer, *plain], None)
     train(ws, "league", timesteps, [*trainer, *league], None)
-    match(ws, "bots/league.json", "bots/self-play.json", games)
-    for bot in ("bots/league.json", "bots/self-play.json"):
+    scores = {"league vs self-play": match(ws, "bots/league.json", "bots/self-play.json", games)}
+    for bot in ("league", "self-play"):
         for ref in ("random", "search:1", "search:2"):
-            match(ws, bot, ref, games)
+            scores[f"{bot} vs {ref}"] = match(ws, f"bots/{bot}.json", ref, games)
+    return scores
 
 
 def main() -> None:
@@ -124,13 +127,20 @@ def main() -> None:
     parser.add_argument("--part", choices=("preset", "league", "both"), default="both")
     parser.add_argument("--versus-timesteps", type=int, default=60_000)
     parser.add_argument("--games", type=int, default=100)
+    parser.add_argument("--seeds", default="0", help="the league comparison's seeds, e.g. 0,1,2")
     opts = parser.parse_args()
     root = opts.out or Path(tempfile.mkdtemp(prefix="connect4-bench-"))
     print(f"workspaces under {root}", flush=True)
     if opts.part in ("preset", "both"):
         preset(root, opts.games)
     if opts.part in ("league", "both"):
-        versus(root, opts.versus_timesteps, opts.games)
+        seeds = [int(s) for s in opts.seeds.split(",")]
+        runs = [versus(root, opts.versus_timesteps, opts.games, seed) for seed in seeds]
+        print(f"league comparison, seeds {seeds}:", flush=True)
+        for key in runs[0]:
+            values = [run[key] for run in runs]
+            shown = " ".join(f"{v:.3f}" for v in values)
+            print(f"  {key}: {shown}  mean {sum(values) / len(values):.3f}", flush=True)
 
 
 if __name__ == "__main__":
