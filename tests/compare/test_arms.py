@@ -119,7 +119,7 @@ LEAGUE = ["vs-random", "self-play", "league"]
 @pytest.mark.parametrize(
     ("arm", "flags", "says"),
     [
-        # The connect4 preset's league: the curriculum makes the earlier stages' bots.
+        # A league naming the earlier stages' bots: the curriculum arm makes them.
         ("curriculum", ["--league-bot", "bots/curric-s1-vs-random.json"], None),
         ("curriculum", ["--league-bot=bots/curric-s2-self-play-retry1.json"], None),
         ("curriculum", ["--opponent-mode", "bot:bots/curric-s2-self-play.json"], None),

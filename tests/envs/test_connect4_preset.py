@@ -47,7 +47,7 @@ def test_init_connect4_is_a_builtin_pettingzoo_workspace(tmp_path: Path) -> None
     assert {config.stage_env(i).id for i in range(3)} == {"pettingzoo.classic.connect_four_v3"}
     assert config.stage_reference(0) is not None  # random; later: the previous stage's bot
     assert [config.stage_reference(i) for i in (1, 2)] == [None, None]
-    assert sum(config.stage_timesteps(i) for i in range(3)) == 1_000_000
+    assert sum(config.stage_timesteps(i) for i in range(3)) == 500_000
     modes = []
     for i, stage in enumerate(config.stages):
         trainer = stage_trainer(config, i, ws).argv()
@@ -65,14 +65,9 @@ def test_init_connect4_is_a_builtin_pettingzoo_workspace(tmp_path: Path) -> None
         settings = league_settings(base, _options(list(stage.flags)))
         modes.append(settings.mode)
     assert modes == ["random", "self_play", "pool"]
-    assert settings.rule.sampling == "pfsp" and settings.rule.bot_share == 0.3
-    # the league mixes in the earlier stages' bots, by the names the curriculum gives them
-    assert settings.rule.bots == (
-        "random",
-        "search:1",
-        "bots/curric-s1-vs-random.json",
-        "bots/curric-s2-self-play.json",
-    )
+    assert settings.rule.sampling == "pfsp" and settings.rule.bot_share == 0.6
+    # the league mixes in the searches, which the yardstick measures against
+    assert settings.rule.bots == ("search:2", "search:1")
     from cosmic_curriculum.envs.check import check_stage_envs
 
     check_stage_envs(config, 0, False)  # every stage builds, with the same spaces
@@ -111,7 +106,7 @@ def test_the_preset_runs_end_to_end_on_a_tiny_budget(tmp_path: Path) -> None:
     bot = load_env_bot(ws / "bots" / "curric-s1-vs-random.json")
     assert bot.action_mask and bot.env.id == "pettingzoo.classic.connect_four_v3"
     if "curriculum done: every stage passed" in out:
-        # the league stage drew from its pool and the earlier stages' bots
+        # the league stage drew from its pool and the searches
         log = (ws / "logs" / "curric-s3-league.log").read_text()
         assert "league:" in log and (ws / "checkpoints" / "curric-s3-league" /
                                      "final.league.json").is_file()  # fmt: skip
