@@ -39,6 +39,7 @@ from cosmic_curriculum.system import processes as runner
 from cosmic_curriculum.system.clock import utc_now
 from cosmic_curriculum.system.processes import start_problem
 from cosmic_curriculum.tracking import hooks as tracking
+from cosmic_curriculum.tracking import outbox
 from cosmic_curriculum.vcs import repo as vcs
 from cosmic_curriculum.workspace import history, pending_commit
 from cosmic_curriculum.workspace.layout import experiment_name
@@ -48,7 +49,11 @@ from cosmic_curriculum.workspace.state_file import check_stage_range, load_state
 
 
 def start(run: Run) -> None:
-    for directory in (run.ws, run.paths.bots, run.paths.logs):
+    # Every directory the run, its trackers and trainers write atomically: a kill -9 may
+    # leave a temp in any (each experiment's checkpoints and league snapshots included).
+    p = run.paths
+    found = sorted(p.checkpoints.glob("*/**/")) if p.checkpoints.is_dir() else []
+    for directory in [run.ws, p.bots, p.logs, p.report_dir, outbox.directory(p.logs), *found]:
         for removed in fsio.clean_stale_temps(directory):
             run.reporter.info(f"removed stale temp file {run.rel(removed)}")
     check_nothing_lost(run.ws)

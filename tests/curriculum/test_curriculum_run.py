@@ -719,3 +719,27 @@ def test_records_of_a_curriculum_started_over_are_not_adopted(ws: Path) -> None:
     assert run(ws).status == "done"  # the old failing record was not taken for this attempt
     assert read_state(ws)["log"][0]["eval_id"] != "ev-old"
     assert len(evals(ws)) == 3
+
+
+def test_a_run_removes_stale_temps_wherever_the_workspace_writes(ws: Path) -> None:
+    """A kill -9 mid-write can leave a temp in any directory written atomically: the
+    trackers' outbox, the report's pictures, an experiment's checkpoints and league."""
+    import subprocess
+    import sys
+
+    dead = subprocess.Popen([sys.executable, "-c", ""])
+    dead.wait()  # a writer that no longer lives
+    stale = [
+        ws / "logs" / "tracking" / f".tensorboard.json.tmp-{dead.pid}-ab12",
+        ws / "logs" / "report" / f".curves.png.tmp-{dead.pid}-ab12",
+        ws / "checkpoints" / "curric-s1-x" / f".final.league.json.tmp-{dead.pid}-ab12",
+        ws / "checkpoints" / "curric-s1-x" / "league" / f".snap-1.json.tmp-{dead.pid}-ab12",
+    ]
+    for path in stale:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("torn")
+    alive = ws / "logs" / "tracking" / f".wandb.json.tmp-{os.getpid()}-cd34"
+    alive.write_text("being written")  # its writer (this process) still lives: kept
+    assert run(ws).status == "done"
+    assert [p for p in stale if p.exists()] == []
+    assert alive.exists()
