@@ -10,7 +10,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from compare_helpers import cli
+
+from tests.envs.env_helpers import cli
 
 STAGES = """\
 max_retries = 0

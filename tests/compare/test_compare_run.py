@@ -12,8 +12,9 @@ import time
 from pathlib import Path
 
 import pytest
-from compare_helpers import cli
 from crash.harness import kill_everything
+
+from tests.envs.env_helpers import cli
 
 STAGES = """\
 max_retries = 0
