@@ -10,10 +10,12 @@ usual help or one-line usage error. Both paths call
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
+from cosmic_curriculum.defaults import BLAS_THREADS
 from cosmic_curriculum.status.show import MAX_WATCH_INTERVAL, MIN_WATCH_INTERVAL, show_status
 
 _VALUE_OPTIONS = ("--workspace", "--config", "--interval", "--count")
@@ -56,7 +58,15 @@ def _status_options(args: list[str]) -> dict[str, Any] | None:
     return options
 
 
+def single_threaded_blas() -> None:
+    """numpy's BLAS to BLAS_THREADS threads, before anything imports numpy; the trainers
+    and evaluators this process starts inherit it."""
+    for name in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(name, str(BLAS_THREADS))
+
+
 def main() -> None:
+    single_threaded_blas()
     args = sys.argv[1:]
     options = _status_options(args[1:]) if args[:1] == ["status"] else None
     if options is None:

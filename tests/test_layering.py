@@ -57,7 +57,7 @@ ALLOWED: dict[str, set[str]] = {
         "launchers",
         *("workspace", "core", "bots", "arena", "vcs", "system", "progress", *LEAVES),
     },
-    "entry": {"cli", "status", "errors"},
+    "entry": {"cli", "status", "errors", "defaults"},
     "__main__": {"entry"},
 }
 MAX_TOP_LEVEL_MODULES = 8
