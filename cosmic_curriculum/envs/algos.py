@@ -22,7 +22,7 @@ from cosmic_curriculum.errors import ConfigError, TrainerError
 from cosmic_curriculum.workspace.env_config import EnvSpec
 from cosmic_curriculum.workspace.stage_trainer import StageTrainer
 from cosmic_curriculum.workspace.trainer_config import ALGORITHMS, CONTRIB
-from cosmic_curriculum.workspace.zoo_values import SCHEDULE_KEYS, schedule_start
+from cosmic_curriculum.workspace.zoo_values import BOARD_CNN, SCHEDULE_KEYS, schedule_start
 
 # The smallest image side SB3's NatureCNN takes (its three convolutions leave 1 pixel).
 NATURE_CNN_MIN_SIDE = 36
@@ -190,7 +190,7 @@ def sb3_kwargs(hyperparams: dict[str, Any], action_space: Any) -> dict[str, Any]
         if start is not None:
             out[key] = LinearSchedule(start, 0.0, 1.0)
         elif key == "policy_kwargs":
-            out[key] = _activations(value)
+            out[key] = _extractor(_activations(value))
         else:
             out[key] = value
     noise = hyperparams.get("noise_type")
@@ -200,6 +200,15 @@ def sb3_kwargs(hyperparams: dict[str, Any], action_space: Any) -> dict[str, Any]
         kind = NormalActionNoise if noise == "normal" else OrnsteinUhlenbeckActionNoise
         out["action_noise"] = kind(mean=np.zeros(size), sigma=sigma.copy())
     return out
+
+
+def _extractor(kwargs: dict[str, Any]) -> dict[str, Any]:
+    # "BoardCNN" (checked by zoo_values.check_hyperparams on load) names our class.
+    if kwargs.get("features_extractor_class") != BOARD_CNN:
+        return kwargs
+    from cosmic_curriculum.envs.board_cnn import BoardCNN
+
+    return {**kwargs, "features_extractor_class": BoardCNN}
 
 
 def _activations(value: Any) -> Any:

@@ -87,15 +87,16 @@ def env_bot_from_model(
         log_std_layer=net.log_std_layer,
         conv=conv,
         branches=branches,
+        channels_last=bool(getattr(net.extractor, "channels_last", False)) and bool(conv),
     )
 
 
 def _image_layers(extractor: Any, algo: str) -> tuple[tuple[ConvLayer, ...], tuple[Layer, ...]]:
-    """A NatureCNN's convolutions, and its Linear layers after the Flatten (which come
-    before the policy's own); nothing for any other extractor."""
+    """A NatureCNN's or BoardCNN's convolutions, and its Linear layers after the Flatten
+    (which come before the policy's own); nothing for any other extractor."""
     from stable_baselines3.common.torch_layers import NatureCNN
 
-    if not isinstance(extractor, NatureCNN):
+    if not isinstance(extractor, NatureCNN | _board_cnn()):
         return (), ()
     where = f"the {algo} policy's"
     conv, rest = conv_of(list(extractor.cnn), where)
@@ -114,7 +115,7 @@ def _observation(policy: Any, extractor: Any, algo: str) -> tuple[Space, float, 
     from torch import nn
 
     space = policy.observation_space
-    if isinstance(extractor, FlattenExtractor | NatureCNN):
+    if isinstance(extractor, FlattenExtractor | NatureCNN | _board_cnn()):
         scale = 1.0
         if type(space).__name__ == "Box" and policy.normalize_images and is_image_space(space):
             scale = 1.0 / 255.0  # SB3's preprocess_obs divides image observations
@@ -147,9 +148,16 @@ def _observation(policy: Any, extractor: Any, algo: str) -> tuple[Space, float, 
         return Space("Dict", parts=parts), scales.pop() if scales else 1.0, tuple(branches)
     raise TrainerError(
         f"cannot export a {algo} policy with the {type(extractor).__name__} features "
-        "extractor: env bots replay MlpPolicy (FlattenExtractor), CnnPolicy (NatureCNN) "
-        "and MultiInputPolicy (CombinedExtractor of flattened keys)"
+        "extractor: env bots replay MlpPolicy (FlattenExtractor), CnnPolicy (NatureCNN), "
+        "BoardCNN and MultiInputPolicy (CombinedExtractor of flattened keys)"
     )
+
+
+def _board_cnn() -> type[Any]:
+    # Imported here: the module imports torch, which only training and export load.
+    from cosmic_curriculum.envs.board_cnn import BoardCNN
+
+    return BoardCNN
 
 
 def _obs_norm(normalizer: Any, obs_space: Space, algo: str) -> ObsNorm | None:

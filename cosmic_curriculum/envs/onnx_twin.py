@@ -8,7 +8,8 @@ The graph is :class:`EnvBot`'s deterministic forward pass written out node by no
   per key in the bot's order;
 - ``obs_norm`` (``Sub``, ``Div``, ``Clip``), ``scale`` (of images); an image policy's
   ``conv`` (or a Dict image key's branch) as ``Reshape`` to (C, H, W), per layer ``Conv``
-  (+ ``Relu``), ``Flatten`` (then the branch's layers); per layer
+  (+ ``Relu``), ``Flatten`` (then the branch's layers); a ``channels_last`` board first
+  as ``Reshape`` to (H, W, C) and ``Transpose`` to (C, H, W); per layer
   ``MatMul`` + ``Add`` (+ ``Tanh``/``Relu``);
 - output ``action``: a Discrete action int64 ``[batch]`` (``ArgMax`` + start), a Box one
   float32 ``[batch, *shape]`` (``squash``: ``Tanh`` then rescaled, else bounded by ``Max``
@@ -152,7 +153,13 @@ def build_twin(bot: EnvBot, metadata: dict[str, str]) -> Any:
 
     g = _Graph()
     x, inputs = _features(g, bot)
-    if bot.conv:
+    if bot.conv and bot.channels_last:
+        rows, columns, planes = bot.observation_space.shape
+        dims = g.const("board_shape", [-1, rows, columns, planes], np.int64)
+        x = g.node("Reshape", [x, dims], "board")
+        x = g.node("Transpose", [x], "board_planes_first", perm=[0, 3, 1, 2])
+        x = _conv(g, x, (planes, rows, columns), bot.conv, "")
+    elif bot.conv:
         x = _conv(g, x, bot.observation_space.shape, bot.conv, "")
     x = _dense(g, x, bot.layers, "")
     space = bot.action_space

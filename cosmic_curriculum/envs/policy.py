@@ -85,6 +85,7 @@ class EnvBot:
     conv: tuple[ConvLayer, ...] = ()  # an image's convolutions, before ``layers``
     branches: tuple[Branch, ...] = ()  # a Dict's image keys, each through its own CNN
     action_mask: bool = False  # a pettingzoo game's legal moves: illegal logits are -inf
+    channels_last: bool = False  # ``conv`` reads (rows, columns, planes): planes moved first
 
     def features(self, obs: Any) -> FloatArray:
         """A batch of observations (a dict of batches for a Dict space) as the network's
@@ -111,7 +112,10 @@ class EnvBot:
         """The last layer's input and its outputs (logits, Q-values or the mean)."""
         x = self.features(obs)
         if self.conv:
-            x = conv_forward(self.conv, x.reshape(-1, *self.observation_space.shape))
+            x = x.reshape(-1, *self.observation_space.shape)
+            if self.channels_last:
+                x = x.transpose(0, 3, 1, 2)
+            x = conv_forward(self.conv, x)
         return dense(self.layers, x)
 
     def outputs(self, obs: Any) -> FloatArray:
@@ -173,6 +177,7 @@ class EnvBot:
                 "head": self.head,
                 "scale": self.scale,
                 "conv": [layer.to_json() for layer in self.conv],
+                **({"channels_last": True} if self.channels_last else {}),
                 "branches": [branch.to_json() for branch in self.branches],
                 "layers": layers_json(self.layers),
                 "log_std": None if self.log_std is None else self.log_std.tolist(),
@@ -269,9 +274,16 @@ def parse_env_bot(document: Any) -> EnvBot:
     scale = policy.get("scale", 1.0)
     if not isinstance(scale, int | float) or isinstance(scale, bool) or not scale > 0:
         raise ValueError(f"policy.scale must be a positive number, got {scale!r}")
+    channels_last = policy.get("channels_last", False)
+    if not isinstance(channels_last, bool):
+        raise ValueError(f"policy.channels_last must be true or false, got {channels_last!r}")
     image = obs_space.shape if obs_space.kind == "Box" else None
+    if channels_last:
+        if image is None or len(image) != 3 or not policy.get("conv"):
+            raise ValueError("policy.channels_last needs conv layers and a 3-D Box observation")
+        image = (image[2], image[0], image[1])
     conv = parse_conv(policy.get("conv"), image)
-    inputs = math.prod(conv_output(conv, obs_space.shape)) if conv else obs_space.size
+    inputs = math.prod(conv_output(conv, image or ())) if conv else obs_space.size
     branches = parse_branches(policy.get("branches"), obs_space)
     if branches:
         widths = {b.key: b.layers[-1].weights.shape[0] for b in branches}
@@ -321,6 +333,7 @@ def parse_env_bot(document: Any) -> EnvBot:
         conv,
         branches,
         action_mask,
+        channels_last,
     )
 
 

@@ -45,6 +45,16 @@ ACTIVATIONS = (
 # How the zoo names torch's nn module in its strings.
 _NN_PREFIXES = ("nn", "th.nn", "torch.nn")
 NOISE_TYPES = ("normal", "ornstein-uhlenbeck")
+# The features extractor `policy_kwargs` may name (``envs/board_cnn.py``), and its
+# keyword arguments' defaults: two 3x3 layers of 64 planes, then 256 features; the planes
+# last (PettingZoo's boards) unless SB3 made the observation a channel-first image (None).
+BOARD_CNN = "BoardCNN"
+BOARD_CNN_DEFAULTS: dict[str, Any] = {
+    "channels": (64, 64),
+    "kernel": 3,
+    "features": 256,
+    "channels_last": None,
+}
 # A zoo string longer than this, or nested deeper, is refused before it is parsed.
 MAX_LITERAL_CHARS = 4000
 MAX_LITERAL_DEPTH = 12
@@ -179,6 +189,7 @@ def check_hyperparams(params: dict[str, Any]) -> dict[str, Any]:
             if not isinstance(value, dict):
                 raise ValueError("policy_kwargs: must be a table, e.g. {net_arch = [64, 64]}")
             _check_activations(value, key)
+            _check_extractor(value)
     noise = params.get("noise_type")
     if noise is not None and noise not in NOISE_TYPES:
         raise ValueError(f"noise_type: {noise!r} is not one of {', '.join(NOISE_TYPES)}")
@@ -210,6 +221,38 @@ def _check_activations(value: Any, where: str) -> None:
             _check_activations(v, where)
     elif isinstance(value, str) and value.startswith("nn.") and value[3:] not in ACTIVATIONS:
         raise ValueError(f"{where}: {value!r} is not one of nn.{', nn.'.join(ACTIVATIONS)}")
+
+
+def _check_extractor(kwargs: dict[str, Any]) -> None:
+    where = "policy_kwargs.features_extractor_class"
+    name = kwargs.get("features_extractor_class")
+    options = kwargs.get("features_extractor_kwargs")
+    if name is None:
+        if options is not None:
+            raise ValueError(f"policy_kwargs.features_extractor_kwargs: set {where} too")
+        return
+    if name != BOARD_CNN:
+        raise ValueError(f"{where}: {name!r} is not {BOARD_CNN!r} (the one extractor named here)")
+    where = "policy_kwargs.features_extractor_kwargs"
+    if options is None:
+        return
+    if not isinstance(options, dict):
+        raise ValueError(f"{where}: must be a table, e.g. {{channels = [64, 64]}}")
+    for key, value in options.items():
+        if key not in BOARD_CNN_DEFAULTS:
+            raise ValueError(f"{where}.{key}: not one of {', '.join(BOARD_CNN_DEFAULTS)}")
+        if key == "channels_last":
+            if type(value) is not bool:
+                raise ValueError(f"{where}.channels_last: {value!r} must be true or false")
+            continue
+        items = value if key == "channels" else [value]
+        if (
+            not isinstance(items, list)
+            or not items
+            or not all(type(v) is int and 1 <= v <= 4096 for v in items)
+        ):
+            shape = "a list of integers" if key == "channels" else "an integer"
+            raise ValueError(f"{where}.{key}: {value!r} must be {shape} from 1 to 4096")
 
 
 def normalize_table(value: Any, key: str = "normalize") -> dict[str, Any] | None:

@@ -94,6 +94,10 @@ def test_bad_schedules_are_refused(value: str) -> None:
         schedule_start(value)
 
 
+def _board(kwargs: dict[str, Any]) -> dict[str, Any]:
+    return {"features_extractor_class": "BoardCNN", "features_extractor_kwargs": kwargs}
+
+
 @pytest.mark.parametrize(
     ("params", "needle"),
     [
@@ -112,6 +116,23 @@ def test_bad_schedules_are_refused(value: str) -> None:
         ({"seed": 1}, "the attempt's"),
         ({"n_timesteps": 10}, "the stage's timesteps"),
         ({"gamma": float("nan")}, "must hold only"),
+        *(
+            ({"policy_kwargs": kwargs}, needle)
+            for kwargs, needle in [
+                ({"features_extractor_class": "NatureCNN"}, "'NatureCNN' is not 'BoardCNN'"),
+                ({"features_extractor_class": 3}, "features_extractor_class: 3 is not"),
+                ({"features_extractor_kwargs": {"kernel": 3}}, "set policy_kwargs.features_ex"),
+                (_board({"stride": 2}), "features_extractor_kwargs.stride: not one of"),
+                (_board({"channels": []}), "channels: [] must be a list of integers"),
+                (_board({"channels": 64}), "channels: 64 must be a list of integers"),
+                (_board({"channels": [64, 0]}), "from 1 to 4096"),
+                (_board({"channels": [64, True]}), "must be a list of integers"),
+                (_board({"kernel": 3.0}), "kernel: 3.0 must be an integer"),
+                (_board({"features": 10_000}), "features: 10000 must be an integer from 1"),
+                (_board({"channels_last": 1}), "channels_last: 1 must be true or false"),
+                ({**_board({}), "features_extractor_kwargs": [3]}, "must be a table"),
+            ]
+        ),
     ],
 )
 def test_hyperparams_train_env_cannot_honour_are_refused(
@@ -132,6 +153,9 @@ def test_hyperparams_in_their_json_form_pass() -> None:
         "train_freq": [1, "episode"],
     }
     assert check_hyperparams(params) is params
+    board = {"channels": [32, 64], "kernel": 5, "features": 128, "channels_last": False}
+    assert check_hyperparams({"policy_kwargs": _board(board)})
+    assert check_hyperparams({"policy_kwargs": {"features_extractor_class": "BoardCNN"}})
     assert set(ACTIVATIONS) >= {"ReLU", "Tanh", "GELU"}
 
 
