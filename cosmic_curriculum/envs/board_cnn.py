@@ -6,11 +6,12 @@ zero padding ``(kernel - 1) // 2``), so a unit of the last convolution sees a pa
 the board in every direction, e.g. four in a row through two 3x3 layers and more.
 
 Name it in `policy_kwargs`: ``features_extractor_class = "BoardCNN"``, with
-``features_extractor_kwargs`` of :data:`KWARGS`. The observation is a 3-D Box; PettingZoo's
-classic games give ``(rows, columns, planes)`` (``channels_last``), torch's Conv2d reads
-``(planes, rows, columns)``, so the planes are moved first. By default the planes are last
-unless the space is an image: SB3 transposes an image observation to channels first
-before the policy sees it (``VecTransposeImage``), so an image's planes are already first.
+``features_extractor_kwargs`` of ``zoo_values.BOARD_CNN_DEFAULTS`` (checked there). The
+observation is a 3-D Box; PettingZoo's classic games give ``(rows, columns, planes)``
+(``channels_last``), torch's Conv2d reads ``(planes, rows, columns)``, so the planes are
+moved first. By default the planes are last unless the space is an image: SB3 transposes
+an image observation to channels first before the policy sees it (``VecTransposeImage``),
+so an image's planes are already first.
 
 It has the form the env bot format replays (``envs/conv.py``): ``cnn`` (Conv2d + ReLU,
 then Flatten) and ``linear`` (Linear + ReLU), plus ``channels_last``. This module imports
@@ -41,7 +42,7 @@ class BoardCNN(BaseFeaturesExtractor):
         channels_last: bool | None = BOARD_CNN_DEFAULTS["channels_last"],
     ) -> None:
         super().__init__(observation_space, features)
-        shape = tuple(observation_space.shape)
+        shape = tuple(getattr(observation_space, "shape", None) or ())  # a Dict has none
         if len(shape) != 3:
             raise ValueError(
                 f"BoardCNN reads a 3-D Box observation (rows, columns, planes), got shape "

@@ -224,12 +224,12 @@ def _check_activations(value: Any, where: str) -> None:
 
 
 def _check_extractor(kwargs: dict[str, Any]) -> None:
+    # Without a class, features_extractor_kwargs are the policy's own extractor's (e.g.
+    # NatureCNN's features_dim), which SB3 checks.
     where = "policy_kwargs.features_extractor_class"
     name = kwargs.get("features_extractor_class")
     options = kwargs.get("features_extractor_kwargs")
     if name is None:
-        if options is not None:
-            raise ValueError(f"policy_kwargs.features_extractor_kwargs: set {where} too")
         return
     if name != BOARD_CNN:
         raise ValueError(f"{where}: {name!r} is not {BOARD_CNN!r} (the one extractor named here)")
