@@ -72,6 +72,17 @@ def wait_for(
         time.sleep(0.2)
 
 
+def live_jobs_of(ws: Path, cluster: SlurmCluster) -> list[str]:
+    """The ids of the live jobs run from ``ws`` (their working directory): the session's
+    cluster runs other tests' same-named experiments."""
+    lines = cluster.run("squeue", "-h", "-o", "%i|%Z").splitlines()
+    return [
+        job
+        for job, _, where in (line.partition("|") for line in lines)
+        if Path(where).resolve() == ws.resolve()
+    ]
+
+
 def test_a_curriculum_through_slurm_jobs_equals_the_local_run(
     tmp_path: Path, slurm_cluster: SlurmCluster
 ) -> None:
@@ -90,26 +101,41 @@ def test_a_curriculum_through_slurm_jobs_equals_the_local_run(
     assert not list(remote.glob(".cosmic-probe-*"))  # the probe left nothing behind
 
 
+def all_running(shown: str) -> bool:
+    return all(
+        re.search(
+            rf"c{k} curric-s1-score-c{k}: training.*, Slurm job \d+: RUNNING on {NODE}", shown
+        )
+        for k in (1, 2, 3)
+    )
+
+
 def test_k3_candidates_on_4_gpus_kill_9_then_resume_submits_nothing_twice(
     tmp_path: Path, slurm_cluster: SlurmCluster
 ) -> None:
     """`candidates = 3`, one fake GPU each, all three side by side: kill -9 of `run` while
     they train, then `run` again follows each candidate's job by its name."""
     ws = slurm_workspace(
-        tmp_path / "ws", slurm_cluster, **{"*": {"steps": 10, "step_seconds": 0.5}}
+        tmp_path / "ws", slurm_cluster, **{"*": {"steps": 20, "step_seconds": 0.5}}
     )
     (ws / "stages.toml").write_text("candidates = 3\n" + (ws / "stages.toml").read_text())
     run = subprocess.Popen(run_argv(ws), env=cli_env(ws), start_new_session=True)
-    started = lambda: {r["experiment"] for r in trainer_runs(ws) if r["event"] == "start"}  # noqa: E731
-    wait_for(lambda: len(started()) == 3, run)
-    assert not [r for r in trainer_runs(ws) if r["event"] == "done"]  # side by side
-    shown = status_text(ws)  # each candidate's job, from its log: status asks Slurm nothing
-    for k in (1, 2, 3):
-        assert re.search(rf"c{k} curric-s1-score-c{k}: training.*, Slurm job \d+: RUNNING on "
-                         f"{NODE}", shown), shown  # fmt: skip
-    os.killpg(run.pid, signal.SIGKILL)  # the run dies; its three jobs live on
-    run.wait()
-    result = run_cli(ws)
+    try:
+        started = lambda: {r["experiment"] for r in trainer_runs(ws) if r["event"] == "start"}  # noqa: E731
+        wait_for(lambda: len(started()) == 3, run)
+        assert not [r for r in trainer_runs(ws) if r["event"] == "done"]  # side by side
+        # Each candidate's job, from its log (status asks Slurm nothing): a job's state line
+        # is written at the run's next poll of it, up to SLURM_POLL_SECONDS after it starts.
+        wait_for(lambda: all_running(status_text(ws)), run)
+        os.killpg(run.pid, signal.SIGKILL)  # the run dies; its three jobs live on
+        run.wait()
+        result = run_cli(ws)
+    finally:  # a failing test's run and jobs leave with it, not into the next test
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+            run.wait()
+        for job in live_jobs_of(ws, slurm_cluster):
+            slurm_cluster.run("scancel", job)
     assert result.returncode == 0, result.stderr
     for k in (1, 2, 3):
         assert f"curric-s1-score-c{k}: following its training" in result.stdout
@@ -132,11 +158,7 @@ def test_scancel_from_outside_is_a_named_attempt_error(
         run_argv(ws), env=cli_env(ws), start_new_session=True, stderr=subprocess.PIPE, text=True
     )
     wait_for(lambda: any(r["event"] == "start" for r in trainer_runs(ws)), run)
-    [job] = [
-        line.split("|")[0]
-        for line in slurm_cluster.run("squeue", "-h", "-o", "%i|%j").splitlines()
-        if line.split("|")[1].startswith("cosmic-curric-s1-score-")
-    ]
+    [job] = live_jobs_of(ws, slurm_cluster)
     slurm_cluster.run("scancel", job)
     _, err = run.communicate(timeout=120)
     assert run.returncode == 1
