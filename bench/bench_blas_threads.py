@@ -13,7 +13,6 @@ other arm of a side-by-side run): the machine a curriculum runs on.
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import multiprocessing
 import os
@@ -21,8 +20,6 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-
-import numpy as np
 
 from cosmic_curriculum.defaults import BLAS_THREADS
 
@@ -46,41 +43,14 @@ print(json.dumps(out))
 
 
 def fresh_bot(path: Path, net: str) -> None:
-    """A masked connect-four bot of random weights (its moves cost as a trained one's): the
-    connect4 preset's 512x512 MLP, or a BoardCNN (two 3x3 layers of 64, 256 features)
-    then 256."""
-    from cosmic_curriculum.envs.conv import ConvLayer
-    from cosmic_curriculum.envs.export import space_of
-    from cosmic_curriculum.envs.layers import Layer
-    from cosmic_curriculum.envs.pettingzoo import game_info
-    from cosmic_curriculum.envs.policy import EnvBot, save_env_bot
-    from cosmic_curriculum.workspace.env_config import EnvSpec
+    """A masked connect-four bot of random weights: the connect4 preset's 512x512 MLP, or
+    a BoardCNN (two 3x3 layers of 64, 256 features) then 256."""
+    from bench_game_eval import random_bot  # this script's folder is on the path
 
-    game = EnvSpec(kind="pettingzoo", id="pettingzoo.classic.connect_four_v3")
-    info = game_info(game)
-    obs, action = (
-        space_of(info.observation_space, "observation"),
-        space_of(info.action_space, "action"),
-    )
-    rng = np.random.default_rng(0)
-    conv: tuple[ConvLayer, ...] = ()
-    sizes = [obs.size, 512, 512]
     if net == "board-cnn":
-        planes = [obs.shape[2], 64, 64]
-        conv = tuple(
-            ConvLayer(rng.normal(0, 0.2, (b, a, 3, 3)), np.zeros(b), (1, 1), (1, 1), "relu")
-            for a, b in itertools.pairwise(planes)
-        )
-        sizes = [64 * obs.shape[0] * obs.shape[1], 256, 256]
-    layers = [
-        Layer(rng.normal(0, 0.05, (b, a)), np.zeros(b), "relu")
-        for a, b in itertools.pairwise(sizes)
-    ]
-    layers.append(Layer(rng.normal(0, 0.05, (action.n, sizes[-1])), np.zeros(action.n), "linear"))
-    bot = EnvBot(
-        game, obs, action, tuple(layers), conv=conv, action_mask=True, channels_last=bool(conv)
-    )
-    save_env_bot(bot, path)
+        random_bot(path, (256, 256), "relu", 0.05, planes=(64, 64))
+    else:
+        random_bot(path, (512, 512), "relu", 0.05)
 
 
 def burn() -> None:

@@ -34,6 +34,7 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -54,16 +55,38 @@ GAME = EnvSpec(kind="pettingzoo", id="pettingzoo.classic.connect_four_v3")
 
 def default_bot(path: Path) -> Path:
     """A masked bot of random weights, SB3's default MLP (64, 64, tanh)."""
+    return random_bot(path)
+
+
+def random_bot(
+    path: Path,
+    widths: tuple[int, ...] = (64, 64),
+    activation: str = "tanh",
+    scale: float = 0.3,
+    planes: tuple[int, ...] = (),
+) -> Path:
+    """A masked connect-four bot of random weights (its moves cost as a trained one's):
+    ``planes`` 3x3 convolutions over the board (planes last, as BoardCNN's), then dense
+    layers of ``widths``."""
+    from cosmic_curriculum.envs.conv import ConvLayer
+
     info = game_info(GAME)
     obs = space_of(info.observation_space, "observation")
     action = space_of(info.action_space, "action")
     rng = np.random.default_rng(0)
-    sizes = [obs.size, 64, 64]
+    conv = tuple(
+        ConvLayer(rng.normal(0, 0.2, (b, a, 3, 3)), np.zeros(b), (1, 1), (1, 1), "relu")
+        for a, b in itertools.pairwise([obs.shape[2], *planes])
+    )
+    inputs = planes[-1] * obs.shape[0] * obs.shape[1] if planes else obs.size
+    sizes = [inputs, *widths]
     layers = [
-        Layer(rng.normal(0, 0.3, (b, a)), np.zeros(b), "tanh") for a, b in itertools.pairwise(sizes)
+        Layer(rng.normal(0, scale, (b, a)), np.zeros(b), activation)
+        for a, b in itertools.pairwise(sizes)
     ]
-    layers.append(Layer(rng.normal(0, 0.3, (action.n, 64)), np.zeros(action.n), "linear"))
-    save_env_bot(EnvBot(GAME, obs, action, tuple(layers), action_mask=True), path)
+    layers.append(Layer(rng.normal(0, scale, (action.n, sizes[-1])), np.zeros(action.n), "linear"))
+    bot = EnvBot(GAME, obs, action, tuple(layers), conv=conv, action_mask=True)
+    save_env_bot(replace(bot, channels_last=bool(conv)), path)
     return path
 
 
