@@ -19,6 +19,7 @@ pytest.importorskip("minigrid")
 pytest.importorskip("onnxruntime")
 
 from env_helpers import cli  # noqa: E402
+from policy_outputs import log_softmax, torch_outputs  # noqa: E402
 
 from cosmic_curriculum.envs.algos import sb3_kwargs  # noqa: E402
 from cosmic_curriculum.envs.board_cnn import BoardCNN  # noqa: E402
@@ -61,17 +62,6 @@ def views(n: int, seed: int) -> Any:
     return np.random.default_rng(seed).integers(0, 11, (n, 7, 7, 3)).astype(np.uint8)
 
 
-def logits(model: Any, obs: Any) -> Any:
-    tensor = model.policy.obs_to_tensor(obs)[0]
-    with torch.no_grad():
-        return model.policy.get_distribution(tensor).distribution.logits.numpy()
-
-
-def normalised(out: Any) -> Any:
-    top = out.max(axis=1, keepdims=True)  # torch's Categorical keeps log-softmax logits
-    return out - top - np.log(np.exp(out - top).sum(axis=1, keepdims=True))
-
-
 @pytest.mark.parametrize(
     ("spec", "extractor", "planes_last", "scale"),
     [
@@ -93,8 +83,8 @@ def test_a_board_cnn_policy_replays_predict_in_numpy_and_onnx(
     assert bot.channels_last is planes_last and bot.scale == pytest.approx(scale)
     assert json.loads(path.read_text())["policy"].get("channels_last", False) is planes_last
     obs = views(300, 1)
-    theirs = logits(model, obs)
-    ours = normalised(bot.outputs(obs))
+    theirs = torch_outputs(model, obs)
+    ours = log_softmax(bot.outputs(obs))
     assert np.allclose(ours, theirs, rtol=1e-4, atol=1e-5 * np.abs(theirs).max())
     predicted, _ = model.predict(obs, deterministic=True)
     assert np.array_equal(bot.act(obs), predicted)

@@ -16,6 +16,7 @@ pytest.importorskip("minigrid")
 
 from env_helpers import PIXELS  # noqa: E402
 from image_extractors import PaddedCNN  # noqa: E402
+from policy_outputs import log_softmax, torch_outputs  # noqa: E402
 
 from cosmic_curriculum.envs.conv import conv_forward, conv_of  # noqa: E402
 from cosmic_curriculum.envs.export import env_bot_from_model  # noqa: E402
@@ -87,16 +88,6 @@ def images(n: int, seed: int) -> Any:
     return np.random.default_rng(seed).integers(0, 256, (n, 56, 56, 3), dtype=np.uint8)
 
 
-def torch_outputs(model: Any, obs: Any) -> Any:
-    """What SB3's predict takes the argmax of: the logits or the Q-values."""
-    policy = model.policy
-    tensor = policy.obs_to_tensor(obs)[0]
-    with torch.no_grad():
-        if hasattr(policy, "q_net"):
-            return policy.q_net(tensor).numpy()
-        return policy.get_distribution(tensor).distribution.logits.numpy()
-
-
 def assert_replays(model: Any, tmp_path: Path, n: int = 200, spec: EnvSpec = PIXELS) -> Any:
     path = tmp_path / "bot.json"
     save_env_bot(env_bot_from_model(model, spec), path)
@@ -107,8 +98,7 @@ def assert_replays(model: Any, tmp_path: Path, n: int = 200, spec: EnvSpec = PIX
     ours, theirs = bot.outputs(obs), torch_outputs(model, obs)
     assert ours.shape == theirs.shape
     if bot.head == "actor":  # torch's Categorical keeps the logits normalised (log-softmax)
-        top = ours.max(axis=1, keepdims=True)
-        ours = ours - top - np.log(np.exp(ours - top).sum(axis=1, keepdims=True))
+        ours = log_softmax(ours)
     # Logits (the head's 0.01 gain) are small: compare to their own scale.
     assert np.allclose(ours, theirs, rtol=1e-4, atol=1e-5 * np.abs(theirs).max())
     predicted, _ = model.predict(obs, deterministic=True)
