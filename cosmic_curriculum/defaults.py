@@ -204,10 +204,10 @@ TRAINER_OPPONENT_MODE: Final = "self_play"
 # torch's device ("auto": CUDA when available) and CPU threads (1: robust on shared cores).
 TRAINER_DEVICE: Final = "auto"
 TORCH_THREADS: Final = 1
-# numpy's BLAS threads (bots, searches, evaluations): small matrices gain nothing from a
-# second thread, and beside torch's threads on a shared core one bot's move took 40x as
-# long (docs/BENCHMARKS.md, "BLAS threads"). An OPENBLAS_NUM_THREADS or MKL_NUM_THREADS
-# already set is kept.
+# numpy's BLAS threads (bots, searches, evaluations): a second thread makes a bot's move
+# about 1.3x faster on an idle machine, but 3-6x slower beside another busy process (a
+# training, a second run), and once 40x (docs/BENCHMARKS.md, "BLAS threads"); runs share
+# their cores. An OPENBLAS_NUM_THREADS or MKL_NUM_THREADS already set is kept.
 BLAS_THREADS: Final = 1
 # PPO: entropy bonus, learning rate, env steps per update (over all games), minibatch
 # size, epochs per update, discount per decision, action std of a fresh policy.
