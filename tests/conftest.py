@@ -15,9 +15,11 @@ def status_cache_home(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> Path:
     """Each test's own cache directory (`status` caches there): none in the user's home,
-    and no test sees another's cached status."""
+    and no test sees another's cached status. SB3's own logger (a test's model.learn)
+    writes in the test's temp dir too, not in a new folder of the machine's /tmp."""
     home = tmp_path_factory.mktemp("cache")
     monkeypatch.setenv("XDG_CACHE_HOME", str(home))
+    monkeypatch.setenv("SB3_LOGDIR", str(tmp_path_factory.mktemp("sb3")))
     return home
 
 
