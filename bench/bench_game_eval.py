@@ -159,7 +159,12 @@ def main() -> None:
         "--checkpoint", type=Path, default=None, help="the bot's MaskablePPO .zip: a third side"
     )
     opts = parser.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="game-eval-bench-"))
+    with tempfile.TemporaryDirectory(prefix="game-eval-bench-") as folder:
+        run_rounds(opts, Path(folder))
+
+
+def run_rounds(opts: argparse.Namespace, tmp: Path) -> None:
+    """Each side's games, the sides' order alternating by round; medians and ratios."""
     path = opts.bot or default_bot(tmp / "bot.json")
     bot = load_env_bot(path)
     print(

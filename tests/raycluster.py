@@ -123,6 +123,7 @@ def _stop(cluster: subprocess.Popen[bytes], temp: Path, log: IO[bytes]) -> None:
             continue
     subprocess.run(["pkill", "-9", "-f", str(temp)], capture_output=True)
     log.close()
+    shutil.rmtree(temp, ignore_errors=True)  # its session's logs and sockets: no leftovers
 
 
 def _wait_until_it_runs_a_job(cluster: subprocess.Popen[bytes], log: Path) -> str:
