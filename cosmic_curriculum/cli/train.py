@@ -173,9 +173,10 @@ def train_env_command(
     vec_env: Annotated[
         str,
         typer.Option(
-            help="auto, dummy (in this process) or subproc (one process per env); auto "
-            "takes subproc only with 2+ usable cores and an env step of "
-            f"{ENV_SUBPROC_STEP_SECONDS * 1000:g} ms or more."
+            help="auto, dummy (in this process) or subproc (one process per env; a "
+            "pettingzoo game's seats: one worker per usable core, the league in this "
+            "process); auto takes subproc only with 2+ usable cores and an env step of "
+            f"{ENV_SUBPROC_STEP_SECONDS * 1000:g} ms or more (a game: dummy, docs/GAMES.md)."
         ),
     ] = ENV_VEC_ENV,
     workspace: Annotated[Path, typer.Option(help="The workspace directory.")] = Path("."),

@@ -52,7 +52,7 @@ def _worker_env(spec: EnvSpec) -> Any:
     return guarded_env(make_env(spec), in_worker=True)
 
 
-def _usable_cores() -> int:
+def usable_cores() -> int:
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
@@ -62,7 +62,7 @@ def _usable_cores() -> int:
 def fastest_vec_env(env: Any, n_envs: int) -> str:
     """ "subproc" when stepping ``n_envs`` copies of ``env`` in subprocesses pays here (two
     or more usable cores, one step costing ENV_SUBPROC_STEP_SECONDS or more), else "dummy"."""
-    if n_envs < 2 or _usable_cores() < 2:
+    if n_envs < 2 or usable_cores() < 2:
         return "dummy"
     env.reset(seed=0)
     start, steps = time.perf_counter(), 0

@@ -26,7 +26,12 @@ from cosmic_curriculum.envs.policy import EnvBot, save_env_bot
 from cosmic_curriculum.errors import ConfigError, TrainerError
 from cosmic_curriculum.progress import format_progress
 from cosmic_curriculum.train import league as rules
-from cosmic_curriculum.train.env_model import loaded_model, new_model, save_checkpoint
+from cosmic_curriculum.train.env_model import (
+    loaded_model,
+    new_model,
+    save_checkpoint,
+    usable_cores,
+)
 from cosmic_curriculum.train.league_settings import GameTrainSettings
 from cosmic_curriculum.train.league_store import (
     SNAPSHOT_DIR,
@@ -82,20 +87,40 @@ def _league(settings: GameTrainSettings, info: GameInfo, layout: Layout, directo
     return League(settings.rule, rules.new_state(base.seed), directory / SNAPSHOT_DIR, fixed)
 
 
-def _vec_env(settings: GameTrainSettings, info: GameInfo, league: League) -> Any:
+def game_vec_kind(vec_env: str) -> str:
+    """``--vec-env``'s choice for a game: ``auto`` steps the seats in this process.
+    Workers pay only for slow opponents (deep searches, programs); on the connect4
+    preset's league they do not (bench/bench_game_workers.py, docs/BENCHMARKS.md): the
+    trainer's own work each step, between the seats' moves, is as long as theirs."""
+    return "dummy" if vec_env == "auto" else vec_env
+
+
+def _vec_env(
+    settings: GameTrainSettings, info: GameInfo, league: League, layout: Layout
+) -> tuple[Any, str]:
+    """The seats, vectorised, and where they are stepped (for the start line)."""
     from stable_baselines3.common.monitor import Monitor
     from stable_baselines3.common.vec_env import DummyVecEnv
 
     from cosmic_curriculum.train.game_env import SeatEnv
 
-    spec, cap = settings.base.env, settings.move_cap
+    base = settings.base
+    spec, cap = base.env, settings.move_cap
+    if game_vec_kind(base.vec_env) == "subproc":
+        from cosmic_curriculum.train.game_workers import GameWorkers, worker_plans
+
+        workers = max(1, min(base.n_envs, usable_cores()))
+        plans = worker_plans(spec, base.n_envs, workers, cap, base.seed, layout.root, league)
+        venv: Any = GameWorkers(plans, info, league)
+        venv.seed(base.seed)
+        return venv, f"in {workers} worker processes"
 
     def one(i: int) -> Any:
         return lambda: Monitor(SeatEnv(spec, info, league, i, cap))
 
-    venv = DummyVecEnv([one(i) for i in range(settings.base.n_envs)])
-    venv.seed(settings.base.seed)
-    return venv
+    venv = DummyVecEnv([one(i) for i in range(base.n_envs)])
+    venv.seed(base.seed)
+    return venv, "in this process"
 
 
 def save_game_step(model: Any, league: League, layout: Layout, settings: GameTrainSettings) -> Path:
@@ -185,9 +210,11 @@ def train_game(settings: GameTrainSettings) -> int:
         import torch
 
         torch.set_num_threads(TORCH_THREADS)
-        venv = _vec_env(settings, info, league)
+        venv, where = _vec_env(settings, info, league, layout)
         try:
-            code, model = _train(settings, info, league, layout, stop, venv, resume, continued)
+            code, model = _train(
+                settings, info, league, layout, stop, (venv, where), resume, continued
+            )
         finally:
             venv.close()
         if code:
@@ -217,11 +244,12 @@ def _train(
     league: League,
     layout: Layout,
     stop: StopFlag,
-    venv: Any,
+    seats: tuple[Any, str],
     resume: Path | None,
     continued: bool,
 ) -> tuple[int, Any]:
     base = settings.base
+    venv, where = seats
     policy = choose_policy(base.algo, venv.observation_space, base.policy)
     model = new_model(base, venv, policy) if resume is None else loaded_model(base, venv, resume)
     try:  # a policy no env bot can hold is refused before any training
@@ -235,7 +263,7 @@ def _train(
     how = "continuing" if continued else ("warm start" if resume else "fresh")
     print(
         f"train-env {base.experiment}: {base.algo} {policy} on {base.env.id}, "
-        f"{base.n_envs} seats, opponents {settings.mode}, {how}, {left} of "
+        f"{base.n_envs} seats {where}, opponents {settings.mode}, {how}, {left} of "
         f"{base.timesteps} timesteps; league: {league.summary()}",
         flush=True,
     )

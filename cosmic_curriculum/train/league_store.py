@@ -77,8 +77,13 @@ class League:
         return self.players[name]
 
     def draw(self) -> tuple[str, Player]:
-        name, self.state = rules.sample(self.state, self.rule)
+        name = self.draw_name()
         return name, self.player(name)
+
+    def draw_name(self) -> str:
+        """The next opponent's name (its player is a game worker's to build)."""
+        name, self.state = rules.sample(self.state, self.rule)
+        return name
 
     def finished(self, name: str, reward: float) -> None:
         self.state = rules.recorded(self.state, self.rule, name, rules.outcome_of(reward))

@@ -36,7 +36,12 @@ SMALL = {"n_steps": 32, "batch_size": 64, "n_epochs": 1}
 
 
 def settings(
-    ws: Path, timesteps: int, algo: str = "MaskablePPO", env: EnvSpec = TICTACTOE, **league: Any
+    ws: Path,
+    timesteps: int,
+    algo: str = "MaskablePPO",
+    env: EnvSpec = TICTACTOE,
+    vec_env: str = "dummy",
+    **league: Any,
 ) -> Any:
     """The settings `train-env` parses (``_argv``'s for the same options)."""
     base = parse_settings(
@@ -49,7 +54,7 @@ def settings(
         hyperparams=json.dumps(SMALL),
         workspace=ws,
         n_envs=2,
-        vec_env="dummy",
+        vec_env=vec_env,
         **(
             {"checkpoint_every": league.pop("checkpoint_every")}
             if "checkpoint_every" in league
@@ -216,20 +221,30 @@ POOL = {
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM])
+@pytest.mark.parametrize(
+    ("how", "vec_env"),
+    [(signal.SIGKILL, "dummy"), (signal.SIGTERM, "dummy"), (signal.SIGTERM, "subproc")],
+)
 def test_a_continuation_restores_the_league_of_its_checkpoint(
-    tmp_path: Path, how: int, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, how: int, vec_env: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    # subproc: the seats in worker processes, which leave the signal to the trainer: it
+    # saves the step checkpoint and its league, then closes them
     ws = tmp_path / "ws"
     ws.mkdir()
     env = {**os.environ, "COSMIC_CURRICULUM_NO_GIT": "1"}
+    argv = [*_argv(ws, 100_000), "--vec-env", vec_env]
     proc = subprocess.Popen(
-        _argv(ws, 100_000), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        argv,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
     )
     directory = ws / "checkpoints" / "g"
     try:
         _wait_for(directory, "step_*.zip", proc)
-        proc.send_signal(how)
+        os.killpg(proc.pid, how)  # the whole group, as the curriculum signals a trainer
         assert proc.wait(timeout=120) in (-signal.SIGKILL, 128 + signal.SIGTERM)
     finally:
         if proc.poll() is None:
@@ -247,7 +262,8 @@ def test_a_continuation_restores_the_league_of_its_checkpoint(
     for root in (ws, twin):
         capsys.readouterr()
         resume = checkpoint.relative_to(ws)
-        assert train_game(settings(root, done + 128, resume=resume, **POOL)) == 0
+        continued = settings(root, done + 128, vec_env=vec_env, resume=resume, **POOL)
+        assert train_game(continued) == 0
         out = capsys.readouterr().out
         restored = re.search(r"continuing.*next opponents (.*)$", out, re.M)
         assert restored is not None, out
