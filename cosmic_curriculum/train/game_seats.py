@@ -168,9 +168,9 @@ def _run(
 ) -> Any:
     kind, values, (names, sent, dropped) = command
     players.update(sent, dropped)
-    by_seat = {seat.opponents.seat: seat for seat in seats}
+    first = seats[0].opponents.seat  # a worker's seats are consecutive
     for index, name in names.items():
-        by_seat[index].opponents.assign(name)
+        seats[index - first].opponents.assign(name)
     if kind == "reset":
         obs = [seat.reset(seed) for seat, seed in zip(seats, values, strict=True)]
         out: Any = (obs, _masks(seats))

@@ -61,6 +61,11 @@ def _stacked(obs: list[Any]) -> Any:
     return np.stack(obs)
 
 
+def _column(answers: list[Any], k: int) -> list[Any]:
+    """Item ``k`` of each worker's answer, the workers' seats one after another."""
+    return [row for answer in answers for row in answer[k]]
+
+
 class GameWorkers(VecEnv):
     """The seats of ``plans`` in one worker process each; the league in this process."""
 
@@ -101,7 +106,6 @@ class GameWorkers(VecEnv):
         self.keep = max(2, league.rule.pool_size + 1)
         self.next_of: dict[int, str] = {}
         self.redraw: set[int] = set()  # seats whose next opponent is to be named
-        self.actions: Any = None
         super().__init__(len(self.seats), info.observation_space, info.action_space)
 
     def _died(self, w: int) -> TrainerError:
@@ -166,49 +170,35 @@ class GameWorkers(VecEnv):
         orders = self._orders(set(self.seats))  # each seat's first opponent
         for w, plan in enumerate(self.plans):
             self._tell(w, ("reset", [seeds[i] for i in plan.seats], orders[w]))
-        obs: list[Any] = []
-        masks = []
-        for w in range(len(self.plans)):
-            got, mask = self._answer(w)
-            obs += got
-            masks.append(mask)
-        self.masks = np.concatenate(masks)
+        answers = self._answers()
+        obs, self.masks = _column(answers, 0), np.array(_column(answers, 1))
         self.redraw = set(self.seats)  # and the one after it
         self._reset_seeds()
         self._reset_options()
         return _stacked(obs)
 
+    def _answers(self) -> list[Any]:
+        return [self._answer(w) for w in range(len(self.plans))]
+
     def step_async(self, actions: np.ndarray) -> None:
-        self.actions = np.asarray(actions)
+        moves = np.asarray(actions).tolist()
         orders = self._orders(self.redraw)
         self.redraw = set()
         start = 0
         for w, plan in enumerate(self.plans):
             end = start + len(plan.seats)
-            self._tell(w, ("step", self.actions[start:end].tolist(), orders[w]))
+            self._tell(w, ("step", moves[start:end], orders[w]))
             start = end
 
     def step_wait(self) -> Any:
-        obs: list[Any] = []
-        rewards: list[float] = []
-        dones: list[bool] = []
-        infos: list[dict[str, Any]] = []
-        masks, finished = [], []
-        for w in range(len(self.plans)):
-            got, reward, done, info, mask, results = self._answer(w)
-            obs += got
-            rewards += reward
-            dones += done
-            infos += info
-            masks.append(mask)
-            finished += results
-        self.masks = np.concatenate(masks)
-        self._record(finished)
+        answers = self._answers()  # each: obs, rewards, dones, infos, masks, finished games
+        self.masks = np.array(_column(answers, 4))
+        self._record(_column(answers, 5))
         return (
-            _stacked(obs),
-            np.asarray(rewards, dtype=np.float32),
-            np.asarray(dones, dtype=bool),
-            infos,
+            _stacked(_column(answers, 0)),
+            np.asarray(_column(answers, 1), dtype=np.float32),
+            np.asarray(_column(answers, 2), dtype=bool),
+            _column(answers, 3),
         )
 
     def _record(self, finished: list[Finished]) -> None:
