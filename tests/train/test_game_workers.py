@@ -4,17 +4,18 @@ worker, and a worker's death, one line; a trainer killed by -9 leaves no worker 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from fakes.waiting import alive, wait_until
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv
 from test_game_trainer import TICTACTOE, _argv, _wait_for, settings
@@ -153,15 +154,6 @@ def _descendants(pid: int) -> set[int]:
     return found
 
 
-def _running(pid: int) -> bool:
-    """Whether ``pid`` still runs (a zombie waiting for its reaper does not)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != "Z"
-
-
 @pytest.mark.slow
 def test_a_trainer_killed_by_9_leaves_no_worker(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
@@ -180,10 +172,9 @@ def test_a_trainer_killed_by_9_leaves_no_worker(tmp_path: Path) -> None:
             proc.kill()
     assert proc.stdout is not None
     assert "2 seats in 2 worker processes" in proc.stdout.read().decode()
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and any(_running(p) for p in below):
-        time.sleep(0.1)
-    left = [p for p in below if _running(p)]
+    with contextlib.suppress(AssertionError):  # the check below says which are left
+        wait_until(lambda: not any(alive(p) for p in below), 30, "the workers to exit")
+    left = [p for p in below if alive(p)]
     for pid in left:  # a failing test leaves nothing either
         os.kill(pid, signal.SIGKILL)
     assert not left
