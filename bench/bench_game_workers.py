@@ -27,15 +27,11 @@ import tempfile
 import time
 from pathlib import Path
 
-HYPERPARAMS = {
-    "batch_size": 512,
-    "ent_coef": 0.01,
-    "gamma": 0.99,
-    "learning_rate": 0.0003,
-    "n_epochs": 5,
-    "n_steps": 256,
-    "policy_kwargs": {"net_arch": [512, 512]},
-}
+from cosmic_curriculum.workspace.config_file import load_config
+from cosmic_curriculum.workspace.env_config import EnvSpec
+from cosmic_curriculum.workspace.init import init_workspace
+from cosmic_curriculum.workspace.stage_trainer import stage_trainer
+
 CASES = {
     "league": [
         "--opponent-mode", "pool", "--pool-size", "8", "--snapshot-every", "4000",
@@ -45,15 +41,24 @@ CASES = {
     "random": ["--opponent-mode", "random"],
     "search4": ["--opponent-mode", "bot:search:4"],
 }  # fmt: skip
-GAME = {"id": "pettingzoo.classic.connect_four_v3", "kind": "pettingzoo"}
+GAME = EnvSpec(kind="pettingzoo", id="pettingzoo.classic.connect_four_v3").to_argument()
 
 
-def train(folder: Path, case: str, vec_env: str, timesteps: int) -> tuple[float, float]:
+def preset_trainer(root: Path) -> list[str]:
+    """The connect4 preset's trainer options (algo, seats, hyperparams), as `run` passes
+    them to its league stage."""
+    ws = init_workspace(root / "preset", "connect4").workspace
+    cfg = load_config(ws / "stages.toml")
+    return stage_trainer(cfg, len(cfg.stages) - 1, ws).argv()
+
+
+def train(
+    folder: Path, trainer: list[str], case: str, vec_env: str, timesteps: int
+) -> tuple[float, float]:
     """(steps a second, wall seconds) of one training in a fresh folder."""
     argv = [
         sys.executable, "-m", "cosmic_curriculum", "train-env", "bench",
-        "--timesteps", str(timesteps), "--env", json.dumps(GAME), "--algo", "MaskablePPO",
-        "--n-envs", "8", "--hyperparams", json.dumps(HYPERPARAMS), "--seed", "1",
+        "--timesteps", str(timesteps), "--env", GAME, *trainer, "--seed", "1",
         "--vec-env", vec_env, *CASES[case],
     ]  # fmt: skip
     folder.mkdir(parents=True)
@@ -76,13 +81,14 @@ def main() -> None:
     args = parser.parse_args()
     print(f"{os.cpu_count()} cores, {args.timesteps} timesteps a training, {args.rounds} rounds")
     with tempfile.TemporaryDirectory(prefix="game-workers-bench-") as tmp:
+        trainer = preset_trainer(Path(tmp))
         for case in args.case or ["league"]:
             runs: dict[str, list[tuple[float, float]]] = {"dummy": [], "subproc": []}
             for r in range(args.rounds):
                 arms = ["dummy", "subproc"] if r % 2 == 0 else ["subproc", "dummy"]
                 for arm in arms:
                     folder = Path(tmp) / f"{case}-{arm}-{r}"
-                    runs[arm].append(train(folder, case, arm, args.timesteps))
+                    runs[arm].append(train(folder, trainer, case, arm, args.timesteps))
             fps = {arm: statistics.median(f for f, _ in got) for arm, got in runs.items()}
             wall = {arm: statistics.median(w for _, w in got) for arm, got in runs.items()}
             print(
