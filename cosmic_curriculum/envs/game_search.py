@@ -131,33 +131,52 @@ def _fill(
     return obj
 
 
-def copy_game(game: Any, fixed: dict[int, Any]) -> Any:
-    """A copy of ``game``'s state, its env and wrappers attribute by attribute, sharing
-    what ``fixed`` holds. (A plain ``deepcopy`` of a PettingZoo env builds a fresh one:
-    EzPickle pickles the constructor's arguments, not the game.)"""
-    shared, own = own_state(vars(game), fixed)
+@dataclass(frozen=True)
+class Frozen:
+    """A game's state as bytes, pickled once: the key of its position (equal bytes, equal
+    games) and what its copies are loaded from. ``nested``: an env object sits inside (then
+    :class:`_StateUnpickler` loads it)."""
+
+    kind: type
+    data: bytes
+    nested: bool
+
+
+def freeze(game: Any, fixed: dict[int, Any]) -> Frozen:
+    """The whole state of ``game`` (every attribute, recursively; what ``fixed`` holds
+    (:func:`shared_parts`) as its attribute's name and id)."""
     out = io.BytesIO()
     pickler = _StatePickler(out, fixed)
     try:
-        pickler.dump(own)
+        pickler.dump(own_state(vars(game), fixed))
     except Exception as exc:  # a part of the state that does not pickle
         detail = " ".join(str(exc).split())
         raise EvaluationError(
             f"search:N cannot copy the state of the game {type(game.unwrapped).__name__!r} "
             f"({type(exc).__name__}: {detail}); play it against random or a bot"
         ) from None
+    return Frozen(type(game), out.getvalue(), pickler.nested)
+
+
+def thaw(frozen: Frozen, fixed: dict[int, Any]) -> Any:
+    """A new game in the state ``frozen`` holds, sharing what ``fixed`` holds."""
     # A bare game's state holds no env objects: the C unpickler alone, a third the time.
-    data = out.getvalue()
-    state = _StateUnpickler(data, fixed).load() if pickler.nested else pickle.loads(data)
-    return _fill(object.__new__(type(game)), state, shared, fixed)
+    data = frozen.data
+    state = _StateUnpickler(data, fixed).load() if frozen.nested else pickle.loads(data)
+    shared, own = state
+    return _fill(object.__new__(frozen.kind), own, shared, fixed)
+
+
+def copy_game(game: Any, fixed: dict[int, Any]) -> Any:
+    """A copy of ``game``'s state, its env and wrappers attribute by attribute, sharing
+    what ``fixed`` holds. (A plain ``deepcopy`` of a PettingZoo env builds a fresh one:
+    EzPickle pickles the constructor's arguments, not the game.)"""
+    return thaw(freeze(game, fixed), fixed)
 
 
 def state_key(game: Any, fixed: dict[int, Any]) -> bytes:
-    """The whole state of ``game`` as bytes (every attribute, recursively; what
-    ``fixed`` holds (:func:`shared_parts`) as its id): equal keys, equal games."""
-    out = io.BytesIO()
-    _StatePickler(out, fixed).dump(own_state(vars(game), fixed))
-    return out.getvalue()
+    """The whole state of ``game`` as bytes: equal keys, equal games."""
+    return freeze(game, fixed).data
 
 
 def legal_moves(game: Any, info: GameInfo) -> list[int]:
@@ -203,11 +222,12 @@ class Search:
         self.table: dict[bytes, _Entry] = {}
 
     def _child(
-        self, game: Any, move: int, memo: dict[int, Any], in_place: bool
+        self, game: Any, frozen: Frozen, move: int, memo: dict[int, Any], in_place: bool
     ) -> tuple[Any, float, bool]:
         """(the game after ``move``, the mover's reward lead it brought, whether it ended);
-        ``in_place``: step ``game`` itself (its caller is done with it)."""
-        child = game if in_place else copy_game(game, memo)
+        a copy loaded from ``frozen`` (``game``'s state), or ``in_place``: ``game`` itself
+        (its caller is done with it)."""
+        child = game if in_place else thaw(frozen, memo)
         mover = child.agent_selection
         child.step(move)
         self.nodes += 1
@@ -221,12 +241,19 @@ class Search:
         return child, float(lead), ended
 
     def _value(
-        self, game: Any, move: int, depth: int, window: tuple[float, float], memo: Any, last: bool
+        self,
+        game: Any,
+        frozen: Frozen,
+        move: int,
+        depth: int,
+        window: tuple[float, float],
+        memo: Any,
+        last: bool,
     ) -> tuple[float, int, bool]:
         """(value of ``move`` for the player to move, plies its lines took, resolved)."""
         alpha, beta = window
         mover = game.agent_selection
-        child, lead, ended = self._child(game, move, memo, last)
+        child, lead, ended = self._child(game, frozen, move, memo, last)
         if ended:
             return lead, 1, True
         if depth <= 1:
@@ -241,8 +268,10 @@ class Search:
     def _negamax(
         self, game: Any, depth: int, alpha: float, beta: float, memo: Any
     ) -> tuple[float, int, bool]:
-        """The value of ``game`` (a copy this search owns) for its player to move."""
-        key = state_key(game, memo)
+        """The value of ``game`` (a copy this search owns) for its player to move. Its
+        state is pickled once: the table's key and the source of its moves' copies."""
+        frozen = freeze(game, memo)
+        key = frozen.data
         start = alpha
         hit = self.table.get(key)
         if hit is not None and hit.serves(depth):
@@ -258,7 +287,7 @@ class Search:
         moves = legal_moves(game, self.info)
         for i, move in enumerate(moves):
             last = i == len(moves) - 1
-            value, plies, done = self._value(game, move, depth, (alpha, beta), memo, last)
+            value, plies, done = self._value(game, frozen, move, depth, (alpha, beta), memo, last)
             best, reach, resolved = max(best, value), max(reach, plies), resolved and done
             alpha = max(alpha, value)
             if alpha >= beta:
@@ -276,11 +305,12 @@ class Search:
         moves is equally likely."""
         root = bare_game(game) if self.plain else game
         memo = shared_parts(root)
+        frozen = freeze(root, memo)
         moves = legal_moves(root, self.info)
         order = [moves[i] for i in rng.permutation(len(moves))]
         best, chosen = -np.inf, order[0] if order else 0
         for move in order:
-            value, _, _ = self._value(root, move, self.depth, (best, np.inf), memo, False)
+            value, _, _ = self._value(root, frozen, move, self.depth, (best, np.inf), memo, False)
             if value > best:
                 best, chosen = value, move
         return int(chosen)
