@@ -69,6 +69,13 @@ def _check_algo(settings: GameTrainSettings, info: GameInfo) -> None:
             f"--algo MaskablePPO needs action masks, but {settings.base.env.id} has no "
             "'action_mask' in its observations; train it with --algo PPO"
         )
+    if algo == "PPO" and info.masked:
+        # Unmasked, the learner's illegal moves would each end its game as a loss (and a
+        # line of PettingZoo's warning in the log): steps spent learning the rules.
+        raise ConfigError(
+            f"--algo PPO: {settings.base.env.id} masks its moves and PPO would play illegal "
+            "ones; train it with --algo MaskablePPO (the default on a masked game)"
+        )
     if algo not in ("PPO", "MaskablePPO"):
         raise ConfigError(
             f"--algo {algo}: a pettingzoo game trains with MaskablePPO (masked moves) or "

@@ -151,6 +151,7 @@ def test_each_opponent_mode_plays_its_opponents(
         (TICTACTOE, "MaskablePPO", {"opponent_mode": "bot:search:99"}, "depth must be 1 to"),
         (TICTACTOE, "MaskablePPO", {"sampling": "best"}, "--sampling 'best': choose one of"),
         (TICTACTOE, "A2C", {}, "--algo A2C: a pettingzoo game trains with MaskablePPO"),
+        (TICTACTOE, "PPO", {}, "--algo PPO: pettingzoo.classic.tictactoe_v3 masks its moves"),
     ],
 )
 def test_bad_input_is_one_line_before_training(
