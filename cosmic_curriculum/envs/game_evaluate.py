@@ -24,7 +24,12 @@ from typing import Any
 import numpy as np
 
 from cosmic_curriculum.defaults import GAME_EVAL_BATCH, GAME_MAX_MOVES
-from cosmic_curriculum.envs.game_players import builtin_name, check_masks, game_player
+from cosmic_curriculum.envs.game_players import (
+    builtin_name,
+    check_masks,
+    game_player,
+    plays_game_spaces,
+)
 from cosmic_curriculum.envs.game_table import Game, GameTable
 from cosmic_curriculum.envs.onnx_twin import load_env_player
 from cosmic_curriculum.envs.pettingzoo import GameInfo, game_info
@@ -197,16 +202,7 @@ def _check_candidate(bot: Any, info: GameInfo, path: Path) -> None:
     """The candidate plays its game's spaces as the game builds now, masked only if the
     game masks."""
     check_masks(bot, info, path)
-    from cosmic_curriculum.envs.export import space_of
-    from cosmic_curriculum.envs.spaces import same_space
-
-    spaces = (
-        space_of(info.observation_space, "observation"),
-        space_of(info.action_space, "action"),
-    )
-    if not (
-        same_space(spaces[0], bot.observation_space) and same_space(spaces[1], bot.action_space)
-    ):
+    if not plays_game_spaces(bot, info):
         raise EvaluationError(
             f"{path}: the bot's spaces are not those of its game {bot.env.id!r} as it builds "
             "now; retrain the bot or restore the game's version"

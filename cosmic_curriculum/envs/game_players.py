@@ -84,6 +84,17 @@ def check_masks(bot: Any, info: GameInfo, path: Path | str) -> None:
         )
 
 
+def plays_game_spaces(bot: Any, info: GameInfo) -> bool:
+    """Whether a bot's observation and action spaces are those of ``info``'s game (as the
+    game builds now)."""
+    from cosmic_curriculum.envs.export import space_of
+    from cosmic_curriculum.envs.spaces import same_space
+
+    return same_space(
+        space_of(info.observation_space, "observation"), bot.observation_space
+    ) and same_space(space_of(info.action_space, "action"), bot.action_space)
+
+
 def game_player(
     text: str | Path | Command,
     info: GameInfo,
@@ -124,6 +135,12 @@ def game_player(
             "game's bot, random or search:N"
         )
     check_masks(bot, info, path)
+    if candidate is None and not plays_game_spaces(bot, info):
+        # An opponent of a training (no candidate to compare with): the game's own spaces.
+        raise EvaluationError(
+            f"{path}: a bot of {bot.env.id!r} whose observation or action space is not this "
+            "game's; name a bot of this game, random or search:N"
+        )
     if candidate is not None:
         for what in ("observation_space", "action_space"):
             if getattr(bot, what).to_json() != getattr(candidate, what).to_json():

@@ -85,10 +85,9 @@ def _check_algo(settings: GameTrainSettings, info: GameInfo) -> None:
 
 def _league(settings: GameTrainSettings, info: GameInfo, layout: Layout, directory: Path) -> League:
     base = settings.base
+    option = "--opponent-mode bot:" if settings.mode == "bot" else "--league-bot"
     fixed = {
-        name: bot_player(
-            name, info, base.seed, layout.root, "--league-bot", bool(base.env.wrappers)
-        )
+        name: bot_player(name, info, base.seed, layout.root, option, bool(base.env.wrappers))
         for name in settings.rule.bots
     }
     return League(settings.rule, rules.new_state(base.seed), directory / SNAPSHOT_DIR, fixed)

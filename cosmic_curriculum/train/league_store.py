@@ -49,7 +49,10 @@ def bot_player(
     try:
         player, _ = game_player(text, info, seed, plain=not wrapped)
     except CurriculumError as exc:
-        raise ConfigError(f"{option} {text!r}: {exc}") from None
+        said = str(exc)  # a bot file's fault begins with its path: not named twice
+        raise ConfigError(
+            f"{option} {said}" if said.startswith(text) else f"{option} {text!r}: {said}"
+        ) from None
     return player
 
 

@@ -163,6 +163,30 @@ def test_bad_input_is_one_line_before_training(
     assert not (tmp_path / "bots" / "g.json").exists()
 
 
+@pytest.mark.parametrize(
+    ("options", "option"),
+    [
+        ({"opponent_mode": "pool", "league_bots": ("c4.json",)}, "--league-bot"),
+        ({"opponent_mode": "bot:c4.json"}, "--opponent-mode bot:"),
+    ],
+)
+def test_a_bot_of_another_game_is_one_line_naming_its_option(
+    tmp_path: Path, options: dict[str, Any], option: str
+) -> None:
+    from cosmic_curriculum.envs.policy import save_env_bot
+    from tests.envs.game_helpers import CONNECT_FOUR, random_game_bot
+
+    save_env_bot(random_game_bot(CONNECT_FOUR), tmp_path / "c4.json")
+    with pytest.raises(ConfigError) as caught:
+        train_game(settings(tmp_path, 64, **options))
+    message = str(caught.value)
+    assert message.startswith(
+        f"{option} {tmp_path / 'c4.json'}: a bot of 'pettingzoo.classic.connect_four_v3' "
+        "whose observation or action space is not this game's; name a bot of this game"
+    )
+    assert "\n" not in message and not (tmp_path / "bots" / "g.json").exists()
+
+
 def _argv(ws: Path, timesteps: int, resume: str | None = None) -> list[str]:
     argv = [
         sys.executable,
