@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import shlex
 from collections.abc import Callable
-from os import PathLike
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,12 +37,27 @@ class DamagedFileError(StateError):
     """One of the workspace's own files is unreadable or inconsistent: ``fault`` says how,
     and the way back is its last committed copy."""
 
-    def __init__(self, path: str | PathLike[str], fault: str) -> None:
+    def __init__(self, path: str | os.PathLike[str], fault: str) -> None:
         self.path, self.fault = Path(path), fault
-        name = self.path.name
-        super().__init__(
-            f"{path}: {fault}; restore the last good copy with `git show HEAD:{name} > {name}`"
-        )
+        super().__init__(f"{path}: {fault}; restore the last good copy with `{restore(self.path)}`")
+
+
+def restore(path: Path) -> str:
+    """The git command that writes ``path``'s committed copy over it: its path from the
+    root of the repository holding it (a file in a folder, e.g. bots/x.json, included),
+    run in that repository unless it is the working directory."""
+    try:
+        full = path.resolve()
+        root = next((d for d in full.parents if (d / ".git").exists()), None)
+        here = root is not None and root == Path.cwd().resolve()
+    except OSError:  # an unreadable folder on the way, a deleted working directory
+        root, here = None, False
+    if root is None:
+        return f"git show HEAD:{path.name} > {path.name}"
+    inside = shlex.quote(full.relative_to(root).as_posix())
+    if here:
+        return f"git show HEAD:{inside} > {inside}"
+    return f"git -C {shlex.quote(str(root))} show HEAD:{inside} > {shlex.quote(str(path))}"
 
 
 class BotError(CurriculumError):

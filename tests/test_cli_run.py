@@ -231,7 +231,9 @@ def test_cli_errors_are_one_line(ws: Path) -> None:
     assert result.returncode == 2 and "not a cosmic-curriculum workspace" in result.stderr
     (ws / "curriculum_state.json").write_text('{"stage_index": ')
     result = cli(ws, "status", "--workspace", str(ws))
-    assert result.returncode == 1 and "git show HEAD:curriculum_state.json" in result.stderr
+    # run from elsewhere (pytest's directory): the advice runs git in the workspace
+    advice = f"git -C {ws} show HEAD:curriculum_state.json > {ws / 'curriculum_state.json'}"
+    assert result.returncode == 1 and advice in result.stderr
 
 
 def test_init_creates_a_workspace_that_runs(tmp_path: Path) -> None:
