@@ -20,7 +20,13 @@ from pathlib import Path
 from cosmic_curriculum.envs.game_players import builtin_name, game_player
 from cosmic_curriculum.envs.pettingzoo import GameInfo
 from cosmic_curriculum.envs.policy import EnvBot, load_env_bot, save_env_bot
-from cosmic_curriculum.errors import ConfigError, CurriculumError, StateError, TrainerError
+from cosmic_curriculum.errors import (
+    ConfigError,
+    CurriculumError,
+    DamagedFileError,
+    StateError,
+    TrainerError,
+)
 from cosmic_curriculum.system.fsio import atomic_write_json, read_json
 from cosmic_curriculum.train import league as rules
 from cosmic_curriculum.train.game_env import Player
@@ -127,6 +133,8 @@ def load_league(checkpoint: Path) -> rules.LeagueState:
         )
     try:
         return rules.from_json(read_json(path, "league"))
+    except DamagedFileError as exc:  # checkpoints are not committed: no copy in git
+        raise TrainerError(f"{path}: {exc.fault}; --resume another step checkpoint") from None
     except StateError as exc:
         raise TrainerError(str(exc)) from None
     except ValueError as exc:

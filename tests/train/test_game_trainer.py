@@ -20,7 +20,7 @@ import pytest
 
 from cosmic_curriculum.envs.pettingzoo import game_info, make_game, split_observation
 from cosmic_curriculum.envs.policy import load_env_bot
-from cosmic_curriculum.errors import ConfigError
+from cosmic_curriculum.errors import ConfigError, TrainerError
 from cosmic_curriculum.train import league as rules
 from cosmic_curriculum.train.env_run import parse_settings
 from cosmic_curriculum.train.game_run import train_game
@@ -185,6 +185,37 @@ def test_a_bot_of_another_game_is_one_line_naming_its_option(
         "whose observation or action space is not this game's; name a bot of this game"
     )
     assert "\n" not in message and not (tmp_path / "bots" / "g.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("damage", "fault"),
+    [
+        ("truncate", "final.league.json: league is not valid JSON ("),
+        ("remove", "final.league.json: missing; the league of final.zip was not saved with it"),
+        ("snapshot", "snap-0.json: missing, though the league of final.zip has it in its pool"),
+    ],
+)
+def test_a_continuation_whose_league_is_damaged_is_one_line(
+    tmp_path: Path, damage: str, fault: str
+) -> None:
+    pool = {"opponent_mode": "pool", "snapshot_every": 32}
+    assert train_game(settings(tmp_path, 64, **pool)) == 0
+    folder = tmp_path / "checkpoints" / "g"
+    league = folder / "final.league.json"
+    if damage == "truncate":
+        league.write_text(league.read_text()[:40])
+    elif damage == "remove":
+        league.unlink()
+    else:
+        (folder / "league" / "snap-0.json").unlink()
+    before = (folder / "final.zip").stat().st_mtime_ns
+    with pytest.raises(TrainerError) as caught:
+        train_game(settings(tmp_path, 128, resume=folder / "final.zip", **pool))
+    message = str(caught.value)
+    assert fault in message and "\n" not in message
+    # checkpoints are not committed: the way back is another of them, not git
+    assert "--resume another step checkpoint" in message and "git show" not in message
+    assert (folder / "final.zip").stat().st_mtime_ns == before  # nothing trained
 
 
 def _argv(ws: Path, timesteps: int, resume: str | None = None) -> list[str]:
