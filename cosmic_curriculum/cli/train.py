@@ -297,14 +297,14 @@ def _default_algo(env: str) -> str:
         return ENV_ALGO
     if not isinstance(document, dict) or document.get("kind") != "pettingzoo":
         return ENV_ALGO
-    from cosmic_curriculum.envs.pettingzoo import game_info
+    from cosmic_curriculum.envs.pettingzoo import default_algo, game_info
     from cosmic_curriculum.workspace.env_config import EnvSpec, check_env
 
     try:
         spec = check_env(EnvSpec.model_validate(document))
     except (ValueError, TypeError):
         return ENV_ALGO
-    return "MaskablePPO" if game_info(spec).masked else "PPO"
+    return default_algo(game_info(spec))
 
 
 app.command("train-env", cls=OneLineUsageCommand)(train_env_command)

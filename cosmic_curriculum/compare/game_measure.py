@@ -52,13 +52,11 @@ def game_probe(
 ) -> GameProbe:
     """The last stage's probe: its game, its trainer's algorithm (train-env's default when
     unset: MaskablePPO on a masked game, else PPO) and its gate's action choice."""
-    from cosmic_curriculum.envs.pettingzoo import game_info
+    from cosmic_curriculum.envs.pettingzoo import default_algo, game_info
 
     last = len(config.stages) - 1
     spec = config.stage_env(last)
-    algo = config.stage_trainer(last).algo
-    if algo is None:
-        algo = "MaskablePPO" if game_info(spec).masked else "PPO"
+    algo = config.stage_trainer(last).algo or default_algo(game_info(spec))
     deterministic = config.stage_gate(last).game_deterministic()
     return GameProbe(spec, algo, reference, seed, deterministic, measures)
 

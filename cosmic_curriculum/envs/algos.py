@@ -18,6 +18,7 @@ import importlib
 import inspect
 from typing import Any
 
+from cosmic_curriculum.defaults import ENV_ALGO
 from cosmic_curriculum.errors import ConfigError, TrainerError
 from cosmic_curriculum.workspace.env_config import EnvSpec
 from cosmic_curriculum.workspace.stage_trainer import StageTrainer
@@ -101,7 +102,7 @@ def check_trainer(trainer: StageTrainer, observation_space: Any, action_space: A
     """What preflight refuses before any training (a ConfigError naming the key): an algo
     that cannot act in ``action_space``, a policy it lacks, hyperparams or normalize keys
     its constructor (or VecNormalize's) does not take. Returns the policy it would train."""
-    name = trainer.algo
+    name = trainer.algo or ENV_ALGO  # a Gymnasium stage's is always set (stage_trainer)
     check_action_space(name, action_space, "trainer.algo")
     try:
         policy = choose_policy(name, observation_space, trainer.policy)
@@ -138,16 +139,18 @@ def check_buildable(trainer: StageTrainer, spec: EnvSpec, policy: str) -> None:
     from cosmic_curriculum.envs.export import env_bot_from_model
     from cosmic_curriculum.envs.gymnasium import make_env
 
+    name = trainer.algo or ENV_ALGO
+
     venv = DummyVecEnv([lambda: make_env(spec)])
     try:
         params = sb3_kwargs(trainer.hyperparams, venv.action_space)
         if "buffer_size" in params:
             params["buffer_size"] = _PROBE_BUFFER  # the replay buffer is not the policy
         try:
-            model = algo_class(trainer.algo)(policy, venv, device="cpu", **params)
+            model = algo_class(name)(policy, venv, device="cpu", **params)
         except (TypeError, ValueError, AssertionError) as exc:
             raise ConfigError(
-                f"trainer.hyperparams are refused by {trainer.algo} "
+                f"trainer.hyperparams are refused by {name} "
                 f"({' '.join(str(exc).split())[:200]}); fix them"
             ) from None
         try:

@@ -177,6 +177,12 @@ def _info(env: Any, name: str | None) -> GameInfo:
     return GameInfo((agents[0], agents[1]), observation, actions[0], masked)
 
 
+def default_algo(info: GameInfo) -> str:
+    """train-env's algorithm for a game whose stage names none: MaskablePPO where the game
+    masks its moves (PPO would play illegal ones), else PPO."""
+    return "MaskablePPO" if info.masked else "PPO"
+
+
 def bare_game(game: Any) -> Any:
     """The AEC env under PettingZoo's own wrappers (OrderEnforcing, AssertOutOfBounds,
     TerminateIllegal), which only police the order and illegal moves: a caller that checks

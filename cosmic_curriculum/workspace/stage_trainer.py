@@ -25,7 +25,8 @@ from cosmic_curriculum.workspace.zoo_values import ZooEntry, normalize_table, zo
 class StageTrainer:
     """What `train-env` trains stage ``index`` with."""
 
-    algo: str
+    # None: train-env's choice for a game (MaskablePPO where the game masks its moves)
+    algo: str | None
     policy: str | None  # None: chosen from the observation space (envs/algos.py)
     hyperparams: dict[str, Any]
     normalize: dict[str, Any] | None  # VecNormalize's keyword arguments; None: off
@@ -39,7 +40,8 @@ class StageTrainer:
         """The options of `train-env` (none for a stage without a trainer table)."""
         if not self.configured:
             return []
-        out = ["--algo", self.algo, "--n-envs", str(self.n_envs)]
+        out = [] if self.algo is None else ["--algo", self.algo]
+        out += ["--n-envs", str(self.n_envs)]
         if self.policy is not None:
             out += ["--policy", self.policy]
         if self.hyperparams:
@@ -75,8 +77,9 @@ def stage_trainer(config: CurriculumConfig, index: int, root: Path) -> StageTrai
     unset_envs = ENV_N_ENVS if trainer.hyperparams_file is None else ZOO_N_ENVS
     if trainer.normalize is not None:
         normalize = normalize_table(trainer.normalize)
+    game = config.stage_env(index).kind == "pettingzoo"
     return StageTrainer(
-        algo=trainer.algo or ENV_ALGO,
+        algo=trainer.algo or (None if game else ENV_ALGO),
         policy=trainer.policy or entry.policy,
         hyperparams={**entry.hyperparams, **(trainer.hyperparams or {})},
         normalize=normalize,

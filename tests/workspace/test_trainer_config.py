@@ -310,3 +310,30 @@ def test_reading_a_trainer_table_loads_nothing_heavy(tmp_path: Path) -> None:
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_game_stage_without_algo_trains_train_envs_choice_for_the_game(
+    tmp_path: Path,
+) -> None:
+    """[trainer] without algo on a masked game: not PPO (whose illegal moves each end a
+    game as a loss) but MaskablePPO, train-env's choice; a Gymnasium stage keeps PPO."""
+    pytest.importorskip("pettingzoo")
+    pytest.importorskip("sb3_contrib")
+    import subprocess
+
+    from cosmic_curriculum.envs.policy import load_env_bot
+
+    game = (
+        '[env]\nkind = "pettingzoo"\nid = "pettingzoo.classic.tictactoe_v3"\n'
+        "[defaults]\ntimesteps = 64\n"
+        "[trainer]\nn_envs = 2\nhyperparams = {n_steps = 32, batch_size = 64, n_epochs = 1}\n"
+        '[[stages]]\nname = "a"\nflags = ["--opponent-mode", "random"]\n'
+    )
+    argv = argv_of(tmp_path, game)
+    assert "--algo" not in argv and option(argv, "--n-envs") == "2"
+    done = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert load_env_bot(tmp_path / "bots" / "e.json").provenance["algo"] == "MaskablePPO"
+    assert "Illegal move" not in done.stdout + done.stderr
+    pole = argv_of(tmp_path, POLE + '[trainer]\nn_envs = 2\n[[stages]]\nname = "a"\n')
+    assert option(pole, "--algo") == d.ENV_ALGO
