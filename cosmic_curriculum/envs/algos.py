@@ -18,7 +18,6 @@ import importlib
 import inspect
 from typing import Any
 
-from cosmic_curriculum.defaults import ENV_ALGO
 from cosmic_curriculum.errors import ConfigError, TrainerError
 from cosmic_curriculum.workspace.env_config import EnvSpec
 from cosmic_curriculum.workspace.stage_trainer import StageTrainer
@@ -98,11 +97,17 @@ def check_action_space(name: str, action_space: Any, key: str) -> None:
         )
 
 
+def _algo(trainer: StageTrainer) -> str:
+    # Only a game's stage leaves the choice to train-env; preflight checks Gymnasium's.
+    assert trainer.algo is not None, "a Gymnasium stage's trainer always names its algo"
+    return trainer.algo
+
+
 def check_trainer(trainer: StageTrainer, observation_space: Any, action_space: Any) -> str:
     """What preflight refuses before any training (a ConfigError naming the key): an algo
     that cannot act in ``action_space``, a policy it lacks, hyperparams or normalize keys
     its constructor (or VecNormalize's) does not take. Returns the policy it would train."""
-    name = trainer.algo or ENV_ALGO  # a Gymnasium stage's is always set (stage_trainer)
+    name = _algo(trainer)
     check_action_space(name, action_space, "trainer.algo")
     try:
         policy = choose_policy(name, observation_space, trainer.policy)
@@ -139,8 +144,7 @@ def check_buildable(trainer: StageTrainer, spec: EnvSpec, policy: str) -> None:
     from cosmic_curriculum.envs.export import env_bot_from_model
     from cosmic_curriculum.envs.gymnasium import make_env
 
-    name = trainer.algo or ENV_ALGO
-
+    name = _algo(trainer)
     venv = DummyVecEnv([lambda: make_env(spec)])
     try:
         params = sb3_kwargs(trainer.hyperparams, venv.action_space)
