@@ -82,6 +82,23 @@ def test_counts_summary_matches_the_issue_example() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("wins_a", "wins_b", "draws", "blind"),
+    [
+        (0, 0, 100, True),  # a cooperative game: both seats always score alike
+        (0, 0, 1, True),
+        (1, 0, 99, False),
+        (0, 1, 99, False),
+        (3, 4, 0, False),
+    ],
+)
+def test_counts_summary_says_when_every_game_was_a_draw(
+    wins_a: int, wins_b: int, draws: int, blind: bool
+) -> None:
+    said = stats.counts_summary(wins_a, wins_b, draws)
+    assert said.endswith("every game a draw: these games cannot tell the bots apart") is blind
+
+
 # --- GSPRT LLR against a brute-force constrained maximum likelihood -----------------
 
 

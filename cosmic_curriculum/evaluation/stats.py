@@ -297,7 +297,15 @@ def counts_summary(wins_a: int, wins_b: int, draws: int) -> str:
     elo = elo_estimate(wins_a, wins_b, draws)
     err = "∞" if math.isinf(elo.err95) else f"{elo.err95:.0f}"
     plural = "draw" if draws == 1 else "draws"
+    # All draws pass a "not clearly worse" rule having measured nothing (a cooperative
+    # game scores both seats alike; two perfect players draw): the line says so.
+    blind = (
+        ", every game a draw: these games cannot tell the bots apart"
+        if draws and not (wins_a or wins_b)
+        else ""
+    )
     return (
         f"candidate {wins_a}–{wins_b} reference ({draws} {plural}), "
         f"gap {scoring.signed(gap, 2)} ± {half:.2f}, Elo {scoring.signed(elo.elo, 0)} ± {err}"
+        f"{blind}"
     )
