@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,6 +33,7 @@ from cosmic_curriculum.bots.schema import fault, validate_document
 from cosmic_curriculum.defaults import ONNX_PROBE_SECONDS
 from cosmic_curriculum.errors import BotError
 from cosmic_curriculum.system import fsio
+from cosmic_curriculum.system.python import python_argv
 from cosmic_curriculum.system.terminal import printable
 
 if TYPE_CHECKING:
@@ -275,7 +275,7 @@ def _check_io(path: Path, what: str, args: list[Any], size: int) -> None:
 def probe_onnx(path: Path) -> None:
     """Load ``path`` and play one batch of :data:`PROBE_GAMES` games in a child process
     bounded in address space and time; ``BotError`` when the model cannot."""
-    argv = [sys.executable, "-c", _PROBE, str(path), str(PROBE_ADDRESS_SPACE_BYTES)]
+    argv = python_argv("-c", _PROBE, str(path), str(PROBE_ADDRESS_SPACE_BYTES))
     argv += [str(PROBE_GAMES), str(OBS_SIZE)]
     try:
         done = subprocess.run(

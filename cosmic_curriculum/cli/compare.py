@@ -102,6 +102,9 @@ def compare_command(
     def go() -> None:
         from cosmic_curriculum.compare.study import CompareOptions, run_compare
         from cosmic_curriculum.system.output_files import check_output_file
+        from cosmic_curriculum.workspace.locate import import_own_modules
+
+        import_own_modules(workspace)
 
         for path, option in ((json_out, "--json"), (plot, "--plot")):
             if path is not None:

@@ -19,6 +19,7 @@ from cosmic_curriculum.defaults import (
     WATCH_INTERVAL_SECONDS,
 )
 from cosmic_curriculum.status.show import show_status
+from cosmic_curriculum.system.python import python_argv
 
 
 @app.command("run", cls=OneLineUsageCommand)
@@ -84,6 +85,9 @@ def run_command(
     def go() -> None:
         from cosmic_curriculum.curriculum.context import RunOptions
         from cosmic_curriculum.curriculum.loop import check_run, run_curriculum
+        from cosmic_curriculum.workspace.locate import import_own_modules
+
+        import_own_modules(workspace)
 
         options = RunOptions(
             workspace=workspace,
@@ -106,7 +110,7 @@ def run_command(
             return
         from cosmic_curriculum.launchers.tmux import start_detached
 
-        argv = [sys.executable, "-m", "cosmic_curriculum", "run"]
+        argv = python_argv("-m", "cosmic_curriculum", "run")
         argv += ["--workspace", str(workspace.resolve())]
         for flag, value in (
             ("--timesteps", timesteps),

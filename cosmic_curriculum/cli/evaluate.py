@@ -119,8 +119,10 @@ def evaluate_command(
         from cosmic_curriculum.evaluation.evaluate import run_evaluation
         from cosmic_curriculum.evaluation.gate import GateSettings
         from cosmic_curriculum.workspace import history
+        from cosmic_curriculum.workspace.locate import import_own_modules
         from cosmic_curriculum.workspace.outputs import history_target
 
+        import_own_modules(Path(candidate).parent)  # its env's module may be the workspace's
         rule = gate_rule_option(gate)
         if is_game_bot(Path(candidate)):
             evaluate_game_bots(

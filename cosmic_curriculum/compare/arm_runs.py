@@ -13,7 +13,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from typing import Any
 
 from cosmic_curriculum.defaults import COMPARE_STOP_GRACE_SECONDS
 from cosmic_curriculum.errors import CompareError
+from cosmic_curriculum.system.python import python_argv
 from cosmic_curriculum.workspace import layout as L
 
 POLL_SECONDS = 0.5
@@ -115,7 +115,7 @@ def train_arms(
 
 
 def _start(r: ArmRun, lock_fd: int) -> None:
-    argv = [sys.executable, "-m", "cosmic_curriculum", "run", "--no-push"]
+    argv = python_argv("-m", "cosmic_curriculum", "run", "--no-push")
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     with open(r.log, "ab") as log:
         r.proc = subprocess.Popen(

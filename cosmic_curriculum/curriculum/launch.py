@@ -5,7 +5,6 @@ error that stops the run.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
@@ -19,6 +18,7 @@ from cosmic_curriculum.system import fsio
 from cosmic_curriculum.system import processes as runner
 from cosmic_curriculum.system.clock import utc_now
 from cosmic_curriculum.system.processes import start_problem
+from cosmic_curriculum.system.python import python_argv
 from cosmic_curriculum.tracking import hooks as tracking
 from cosmic_curriculum.workspace.stage_trainer import stage_trainer
 from cosmic_curriculum.workspace.state import Attempt, Candidate
@@ -41,7 +41,7 @@ def training_argv(
     # A Gymnasium stage without a training_command of its own trains with `train-env`,
     # this interpreter's: resolved now, never a path written into the workspace.
     program = (
-        [sys.executable, "-m", "cosmic_curriculum", "train-env"]
+        python_argv("-m", "cosmic_curriculum", "train-env")
         if cfg.builtin_env_trainer(i)
         else run.resolve_program(cfg.training_command)
     )

@@ -40,9 +40,10 @@ def _import(module: str, key: str) -> Any:
     except ModuleNotFoundError as exc:
         missing = (exc.name or module).split(".")[0]
         package = INSTALL_HINTS.get(missing, missing)
+        own = "" if missing in INSTALL_HINTS else ", keep a module of your own in the workspace"
         raise EnvSpecError(
             f"{key} {module!r}: no module named {missing!r}; install it "
-            f"(pip install {package}) or fix {key}"
+            f"(pip install {package}){own} or fix {key}"
         ) from None
     except Exception as exc:  # the module itself raised while importing
         raise EnvSpecError(

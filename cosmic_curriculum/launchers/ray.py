@@ -37,6 +37,7 @@ from cosmic_curriculum.launchers import (
     LaunchSpec,
     TrainerRecord,
 )
+from cosmic_curriculum.system.python import python_argv
 from cosmic_curriculum.workspace.config import LauncherConfig
 from cosmic_curriculum.workspace.config_checks import dashboard_address_problem
 
@@ -178,7 +179,7 @@ class RayLauncher:
             "import pathlib, sys; p = pathlib.Path(sys.argv[1]); "
             "pathlib.Path(sys.argv[2]).write_text(p.read_text()[::-1])"
         )
-        argv = [sys.executable, "-c", code, str(probe), str(reply)]
+        argv = python_argv("-c", code, str(probe), str(reply))
         launch_id = f"cosmic-probe-{nonce}"
         try:
             self._call(

@@ -8,12 +8,12 @@ import re
 import shlex
 import shutil
 import subprocess
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from cosmic_curriculum.errors import ConfigError, CurriculumError
+from cosmic_curriculum.system.python import python_argv
 from cosmic_curriculum.workspace.layout import Layout
 from cosmic_curriculum.workspace.lock import WorkspaceLock
 
@@ -124,7 +124,7 @@ def start_detached(
         "-t",
         f"={name}:",
         # a pty ends lines with \r\n and Rich styles its text: the log gets plain lines
-        f"{shlex.quote(sys.executable)} -m cosmic_curriculum.launchers.plain_log "
+        f"{shlex.join(python_argv('-m', 'cosmic_curriculum.launchers.plain_log'))} "
         f"{shlex.quote(str(log))}",
     )
     if result.returncode != 0:

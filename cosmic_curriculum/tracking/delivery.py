@@ -25,6 +25,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from cosmic_curriculum.system import processes as runner
+from cosmic_curriculum.system.python import python_argv
 from cosmic_curriculum.tracking import metrics as m
 from cosmic_curriculum.tracking import outbox
 from cosmic_curriculum.tracking.backends import (
@@ -135,7 +136,7 @@ def send_all(
         with open(log, "ab") as out:
             try:
                 procs[name] = subprocess.Popen(
-                    [sys.executable, "-m", "cosmic_curriculum.tracking.delivery", name, str(ws)],
+                    python_argv("-m", "cosmic_curriculum.tracking.delivery", name, str(ws)),
                     cwd=ws,
                     stdin=subprocess.DEVNULL,
                     stdout=out,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import sys
 from pathlib import Path
 
 from cosmic_curriculum.workspace.layout import CONFIG_FILE, LOCK_FILE, STATE_FILE
@@ -33,6 +34,18 @@ def enclosing_workspace(directory: Path) -> Path | None:
     """The nearest parent of ``directory`` (not itself) that is a workspace, or None."""
     ws = Path(directory).resolve()
     return None if ws.parent == ws else workspace_of(ws.parent)
+
+
+def import_own_modules(directory: Path) -> None:
+    """Let a workspace's own modules import (a game, an env or a wrapper its ``[env]``
+    names): the workspace ``directory`` lies in, and each workspace around it (a compare
+    arm's parent), go at the END of ``sys.path``, so that no file in a workspace replaces
+    a standard or installed module."""
+    ws = workspace_of(directory)
+    while ws is not None:
+        if str(ws) not in sys.path:
+            sys.path.append(str(ws))
+        ws = enclosing_workspace(ws)
 
 
 def where_to_run(directory: Path, command: str) -> str:

@@ -10,7 +10,12 @@ from pathlib import Path
 import pytest
 from fakes.workspace import cli_env, make_workspace
 
-from cosmic_curriculum.workspace.locate import enclosing_workspace, where_to_run
+from cosmic_curriculum.system.python import python_argv
+from cosmic_curriculum.workspace.locate import (
+    enclosing_workspace,
+    import_own_modules,
+    where_to_run,
+)
 
 COMMANDS = ["run", "status", "attach", "report"]
 
@@ -58,3 +63,30 @@ def test_any_workspace_file_marks_the_enclosing_workspace(tmp_path: Path, marker
     (tmp_path / "ws" / "a" / "b").mkdir(parents=True)
     (tmp_path / "ws" / marker).write_text("")
     assert enclosing_workspace(tmp_path / "ws" / "a" / "b") == (tmp_path / "ws").resolve()
+
+
+def test_own_modules_import_from_the_workspace_and_its_parents_after_installed_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    parent = make_workspace(tmp_path / "parent", git_repo=False)
+    arm = make_workspace(parent / "compare" / "arm", git_repo=False)
+    (arm / "bots").mkdir(exist_ok=True)
+    monkeypatch.setattr(sys, "path", ["/installed"])
+    import_own_modules(arm / "bots")
+    import_own_modules(arm)  # twice: no duplicate
+    assert sys.path == ["/installed", str(arm.resolve()), str(parent.resolve())]
+    monkeypatch.setattr(sys, "path", ["/installed"])
+    import_own_modules(tmp_path)  # in no workspace: nothing added
+    assert sys.path == ["/installed"]
+
+
+def test_a_child_python_does_not_import_the_workspace_before_the_standard_library(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "json.py").write_text("raise SystemExit('the workspace json.py was imported')\n")
+    code = "import json; print(json.__file__)"
+    done = subprocess.run(
+        python_argv("-c", code), cwd=tmp_path, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert str(tmp_path) not in done.stdout
