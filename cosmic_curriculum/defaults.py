@@ -92,6 +92,9 @@ ENV_EVAL_DETERMINISTIC: Final = True
 # Moves a game may take before it is cut and counted a draw (the record says how many
 # were): a game that never ends must not hang a run.
 GAME_MAX_MOVES: Final = 10_000
+# Random moves `run` plays in each stage's game before any training (envs/game_check.py):
+# enough to cross a game's first turns, not to finish a long one.
+GAME_CHECK_MOVES: Final = 200
 # Games the game evaluator steps in lockstep (one batched forward per bot per move).
 GAME_EVAL_BATCH: Final = 64
 # A game's bots sample their moves unless the gate says `deterministic = true`: two

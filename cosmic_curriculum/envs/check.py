@@ -24,6 +24,7 @@ def check_stage_envs(
     previous: tuple[str, str, tuple[Any, Any] | None] | None = None  # (label, kind, spaces)
     trained: tuple[str, StageTrainer] | None = None  # the previous stage's train-env settings
     notes: list[str] = []
+    checked: set[str] = set()  # the games whose first moves were played
     for i in range(max(0, first - 1), len(config.stages)):
         stage, spec = config.stages[i], config.stage_env(i)
         label = f"stage {i + 1} {stage.name}"
@@ -44,10 +45,15 @@ def check_stage_envs(
             except ConfigError as exc:
                 raise ConfigError(f"{where}: {exc}") from None
         elif spec.kind == "pettingzoo":
+            from cosmic_curriculum.envs.game_check import check_first_moves
             from cosmic_curriculum.envs.pettingzoo import game_info
 
             try:
                 info = game_info(spec)  # built once: a bad game is one line now
+                played = spec.to_argument()
+                if played not in checked:  # stages with the same game: played once
+                    check_first_moves(spec, info)
+                    checked.add(played)
             except ConfigError as exc:
                 raise ConfigError(f"{where}: {exc}") from None
             found = (info.observation_space, info.action_space)

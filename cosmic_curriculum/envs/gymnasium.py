@@ -40,7 +40,9 @@ def _import(module: str, key: str) -> Any:
     except ModuleNotFoundError as exc:
         missing = (exc.name or module).split(".")[0]
         package = INSTALL_HINTS.get(missing, missing)
-        own = "" if missing in INSTALL_HINTS else ", keep a module of your own in the workspace"
+        # the named module's own top (not a package it needs) may be one of the user's
+        yours = missing == module.split(".")[0] and missing not in INSTALL_HINTS
+        own = ", keep a module of your own in the workspace" if yours else ""
         raise EnvSpecError(
             f"{key} {module!r}: no module named {missing!r}; install it "
             f"(pip install {package}){own} or fix {key}"

@@ -92,6 +92,11 @@ def make_game(spec: EnvSpec) -> Any:
         )
     try:
         env = factory(**spec.kwargs)
+    except ImportError as exc:  # a package the game needs only when built (Hanabi's)
+        raise EnvSpecError(
+            f"env.id {name!r}: the game needs a package that is not installed "
+            f"({_one_line(exc)}); install it"
+        ) from None
     except Exception as exc:
         call = "parallel_env" if parallel else "env"
         raise EnvSpecError(

@@ -120,6 +120,10 @@ def test_a_pettingzoo_game_is_built_and_checked_before_training(tmp_path: Path) 
     other = '[[stages]]\nname = "b"\nenv = {id = "pettingzoo.classic.connect_four_v3"}\n'
     message = problem(tmp_path, game + '[[stages]]\nname = "a"\n' + other)
     assert "stage 2 b: env observation space Box(0, 1, (6, 7, 2), int8) differs" in message
+    broken = '[[stages]]\nname = "b"\nenv = {id = "tests.envs.fake_games", kwargs = {fault = '
+    broken += '"step_fails"}}\n'  # builds, then fails in its first moves: before any training
+    message = problem(tmp_path, game + '[[stages]]\nname = "a"\n' + broken)
+    assert "stage 2 b: env.id 'tests.envs.fake_games': the game's step(1) by a failed" in message
 
 
 def test_a_non_arena_stage_needs_its_own_budget(tmp_path: Path) -> None:
