@@ -96,7 +96,7 @@ def test_counts_summary_says_when_every_game_was_a_draw(
     wins_a: int, wins_b: int, draws: int, blind: bool
 ) -> None:
     said = stats.counts_summary(wins_a, wins_b, draws)
-    assert said.endswith("every game a draw: these games cannot tell the bots apart") is blind
+    assert said.endswith("every episode a draw: these episodes cannot tell the bots apart") is blind
 
 
 # --- GSPRT LLR against a brute-force constrained maximum likelihood -----------------

@@ -300,7 +300,7 @@ def counts_summary(wins_a: int, wins_b: int, draws: int) -> str:
     # All draws pass a "not clearly worse" rule having measured nothing (a cooperative
     # game scores both seats alike; two perfect players draw): the line says so.
     blind = (
-        ", every game a draw: these games cannot tell the bots apart"
+        ", every episode a draw: these episodes cannot tell the bots apart"
         if draws and not (wins_a or wins_b)
         else ""
     )
