@@ -286,6 +286,12 @@ def test_cli_evaluate_errors_are_one_line(bots: dict[str, Path], tmp_path: Path)
     assert bad_gate.exit_code == 2 and "margin or sprt" in bad_gate.output
     missing = runner.invoke(app, ["evaluate", str(tmp_path / "nope.json"), str(bots["inert"])])
     assert missing.exit_code == 1 and "not found" in missing.output
+    # a game's built-in references need a candidate that names its game: not a file name
+    for pair in ([str(bots["rookie"]), "search:2"], ["exec:./mine", "random"]):
+        builtin = runner.invoke(app, ["evaluate", *pair, "--history", str(tmp_path / "h")])
+        assert builtin.exit_code == 2 and builtin.output.strip().count("\n") == 0
+        assert f"{pair[1]} is a built-in reference of games and envs" in builtin.output
+        assert "evaluate BOT exec:./program" in builtin.output
 
 
 def test_cli_replay_and_ladder(bots: dict[str, Path], tmp_path: Path) -> None:
