@@ -71,9 +71,7 @@ def main() -> None:
     options = _status_options(args[1:]) if args[:1] == ["status"] else None
     if options is None:
         from cosmic_curriculum.cli import app
-        from cosmic_curriculum.workspace.locate import import_own_modules
 
-        import_own_modules(Path.cwd())  # a game or env module kept in the workspace
         app()
         return
     from cosmic_curriculum.errors import CurriculumError

@@ -51,6 +51,15 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
+
+@app.callback()
+def _every_command() -> None:
+    # A game or env module the user keeps in the workspace imports (after installed ones).
+    from cosmic_curriculum.workspace.locate import import_own_modules
+
+    import_own_modules(Path.cwd())
+
+
 T = TypeVar("T")
 
 

@@ -10,7 +10,11 @@ from typing import Annotated, Any
 import typer
 
 from cosmic_curriculum.cli.app import OneLineUsageCommand, app, guarded, workspace_lock
-from cosmic_curriculum.cli.evaluate_game import evaluate_game_bots, is_game_bot
+from cosmic_curriculum.cli.evaluate_game import (
+    evaluate_game_bots,
+    is_game_bot,
+    refuse_builtins_without_an_env,
+)
 from cosmic_curriculum.cli.seconds import seconds_callback
 from cosmic_curriculum.defaults import (
     BOT_TIMEOUT_SECONDS,
@@ -149,7 +153,7 @@ def evaluate_command(
                 f"names the env), anything else as its reference: evaluate {reference} "
                 f"{candidate}"
             )
-        _refuse_builtins_without_an_env(candidate, reference)
+        refuse_builtins_without_an_env(candidate, reference)
         settings = None
         if rule is not None:
             if batch_pairs is not None and batch_pairs < 1:
@@ -180,22 +184,6 @@ def evaluate_command(
         console.print(f"record [bold]{shown(record['id'])}[/] appended to {shown(history_path)}")
 
     guarded(run)
-
-
-def _refuse_builtins_without_an_env(candidate: str, reference: str) -> None:
-    """`random` and `search:N` play a game or env, which only an env bot candidate names
-    (the arena's bots are files); without one they would be taken for file names."""
-    from cosmic_curriculum.envs.game_players import builtin_name
-    from cosmic_curriculum.errors import ConfigError
-
-    for name in (candidate, reference):
-        if builtin_name(name) is not None and not Path(name).exists():
-            raise ConfigError(
-                f"evaluate {candidate} {reference}: {name} is a built-in reference of games "
-                "and envs, so the candidate must be a bot file of one (bots/EXPERIMENT.json "
-                "names its game or env); a program plays them as the reference: evaluate "
-                "BOT exec:./program"
-            )
 
 
 def _evaluate_env_bots(

@@ -81,3 +81,19 @@ def _fallbacks(record: dict[str, Any]) -> str:
     """How often a program reference did not choose its move itself (its fallbacks)."""
     count = record.get("reference_fallbacks")
     return "" if count is None else f"; the reference fell back on {count} moves"
+
+
+def refuse_builtins_without_an_env(candidate: str, reference: str) -> None:
+    """`random` and `search:N` play a game or env, which only an env bot candidate names
+    (the arena's bots are files); without one they would be taken for file names."""
+    from cosmic_curriculum.envs.game_players import builtin_name
+    from cosmic_curriculum.errors import ConfigError
+
+    for name in (candidate, reference):
+        if builtin_name(name) is not None and not Path(name).exists():
+            raise ConfigError(
+                f"evaluate {candidate} {reference}: {name} is a built-in reference of games "
+                "and envs, so the candidate must be a bot file of one (bots/EXPERIMENT.json "
+                "names its game or env); a program plays them as the reference: evaluate "
+                "BOT exec:./program"
+            )
