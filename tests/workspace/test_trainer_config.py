@@ -4,6 +4,7 @@ file < [trainer] < the stage's), the errors, the config hash, and train-env's ar
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -177,7 +178,9 @@ def test_the_config_hash_changes_only_when_a_trainer_is_configured(tmp_path: Pat
 
 def test_without_a_trainer_table_the_argv_is_unchanged(tmp_path: Path) -> None:
     argv = argv_of(tmp_path, POLE + '[[stages]]\nname = "a"\nflags = ["--algo", "A2C"]\n')
-    assert argv[4:] == [
+    # -P: the workspace (its working directory) is not first on the trainer's sys.path
+    assert argv[:5] == [sys.executable, "-P", "-m", "cosmic_curriculum", "train-env"]
+    assert argv[5:] == [
         "e",
         "--timesteps",
         "512",
@@ -197,7 +200,7 @@ def test_train_env_gets_the_merged_options_and_flags_come_last(tmp_path: Path) -
         + 'flags = ["--seed", "3"]\n'
     )
     argv = argv_of(tmp_path, text)
-    assert argv[3] == "train-env"
+    assert argv[4] == "train-env"
     assert option(argv, "--algo") == "A2C" and option(argv, "--n-envs") == "2"
     assert option(argv, "--policy") == "MlpPolicy" and option(argv, "--vec-env") == "dummy"
     assert json.loads(option(argv, "--hyperparams") or "") == {"gamma": 0.9, "n_steps": 8}
