@@ -57,7 +57,8 @@ def _every_command() -> None:
     # A game or env module the user keeps in the workspace imports (after installed ones).
     from cosmic_curriculum.workspace.locate import import_own_modules
 
-    import_own_modules(Path.cwd())
+    with contextlib.suppress(OSError):  # a working directory deleted under the shell
+        import_own_modules(Path.cwd())
 
 
 T = TypeVar("T")

@@ -90,3 +90,13 @@ def test_a_child_python_does_not_import_the_workspace_before_the_standard_librar
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert str(tmp_path) not in done.stdout
+
+
+def test_a_command_from_a_deleted_directory_still_runs(tmp_path: Path) -> None:
+    inner = tmp_path / "gone"
+    script = f'mkdir {inner} && cd {inner} && rmdir {inner} && exec "$@"'
+    command = python_argv("-m", "cosmic_curriculum", "report", "--workspace", str(tmp_path))
+    done = subprocess.run(
+        ["bash", "-c", script, "bash", *command], capture_output=True, text=True, check=False
+    )
+    assert "Traceback" not in done.stderr, done.stderr
