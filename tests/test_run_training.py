@@ -63,6 +63,8 @@ def test_trains_and_commits_only_its_paths(tmp_path: Path) -> None:
 def test_no_git_mode_trains_without_touching_git(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     init_repo(ws)
+    for name in ("random", "json"):  # a user's scripts, named like standard modules
+        (ws / f"{name}.py").write_text(f"raise SystemExit('the workspace {name}.py ran')\n")
     proc = run_wrapper(ws, "exp2", *TINY, no_git=True)
     assert proc.returncode == 0, proc.stderr
     assert (ws / "bots" / "exp2.json").is_file()

@@ -19,6 +19,9 @@
 set -u
 
 PY="${COSMIC_CURRICULUM_PYTHON:-python3}"
+# The workspace is the working directory: keep it off the front of Python's sys.path, so
+# that a file of it named like a standard or installed module (random.py) replaces nothing.
+export PYTHONSAFEPATH=1
 
 if [ "${COSMIC_CURRICULUM_NO_GIT:-0}" = "1" ] || [ $# -eq 0 ] || [[ "$1" == -* ]]; then
     # No git work (or no experiment name: the trainer prints the usage error, exit 2).
