@@ -18,15 +18,8 @@ import numpy as np
 
 from cosmic_curriculum.defaults import GAME_CHECK_MOVES
 from cosmic_curriculum.envs.gymnasium import EnvSpecError, _one_line
-from cosmic_curriculum.envs.pettingzoo import GameInfo, make_game, split_observation
+from cosmic_curriculum.envs.pettingzoo import GameInfo, game_over, make_game, split_observation
 from cosmic_curriculum.workspace.env_config import EnvSpec
-
-
-def _over(game: Any) -> bool:
-    agents = game.agents
-    return not agents or any(
-        game.terminations.get(a, False) or game.truncations.get(a, False) for a in agents
-    )
 
 
 def _where(exc: BaseException) -> str:
@@ -48,7 +41,7 @@ def check_first_moves(spec: EnvSpec, info: GameInfo, moves: int = GAME_CHECK_MOV
     try:
         game.reset(seed=0)
         for _ in range(moves):
-            if _over(game):
+            if game_over(game):
                 break
             seat = game.agent_selection
             call = f"observe({seat!r})"

@@ -199,6 +199,15 @@ def bare_game(game: Any) -> Any:
     return bare if isinstance(bare, AECEnv) else game
 
 
+def game_over(game: Any) -> bool:
+    """Whether an AEC game has ended: no agents left, or any agent's game terminated or
+    truncated (a two-player game ends for both at once)."""
+    agents = game.agents
+    return not agents or any(
+        game.terminations.get(a, False) or game.truncations.get(a, False) for a in agents
+    )
+
+
 def split_observation(raw: Any, info: GameInfo) -> tuple[Any, Any]:
     """(what the policy sees, the legal-move mask or None) of one raw observation."""
     if info.masked:

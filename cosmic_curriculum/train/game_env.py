@@ -19,7 +19,7 @@ import gymnasium
 import numpy as np
 from numpy.typing import NDArray
 
-from cosmic_curriculum.envs.pettingzoo import GameInfo, make_game, split_observation
+from cosmic_curriculum.envs.pettingzoo import GameInfo, game_over, make_game, split_observation
 from cosmic_curriculum.errors import TrainerError
 from cosmic_curriculum.workspace.env_config import EnvSpec
 
@@ -91,16 +91,9 @@ class SeatEnv(gymnasium.Env[Any, Any]):
     def _collect(self) -> None:
         self.reward += float(self.game.rewards.get(self.learner, 0.0))
 
-    def _over(self) -> bool:
-        agents = self.game.agents
-        return not agents or any(
-            self.game.terminations.get(a, False) or self.game.truncations.get(a, False)
-            for a in agents
-        )
-
     def _opponent_moves(self) -> bool:
         """The opponent's moves up to the learner's turn; whether the game ended."""
-        while not self._over() and self.game.agent_selection != self.learner:
+        while not game_over(self.game) and self.game.agent_selection != self.learner:
             seat = self.game.agent_selection
             obs, mask = split_observation(self.game.observe(seat), self.info)
             assert self.opponent is not None
@@ -116,7 +109,7 @@ class SeatEnv(gymnasium.Env[Any, Any]):
             self.game.step(move)
             self.moves += 1
             self._collect()
-        return self._over()
+        return game_over(self.game)
 
     def _learner_obs(self) -> Any:
         obs, mask = split_observation(self.game.observe(self.learner), self.info)
