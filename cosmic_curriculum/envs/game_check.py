@@ -52,12 +52,12 @@ def check_first_moves(spec: EnvSpec, info: GameInfo, moves: int = GAME_CHECK_MOV
                     f"the game declares {info.observation_space}; fix the game's "
                     "observation_space or observe()"
                 )
-            legal = np.arange(n) if mask is None else np.flatnonzero(np.asarray(mask))
             if mask is not None and np.shape(mask) != (n,):
                 raise EnvSpecError(
                     f"env.id {name!r}: {seat}'s action mask has shape {np.shape(mask)}, not "
                     f"({n},) for its {n} moves; fix the game's action_mask"
                 )
+            legal = np.arange(n) if mask is None else np.flatnonzero(np.asarray(mask))
             if not len(legal):
                 raise EnvSpecError(
                     f"env.id {name!r}: the action mask allows no move for {seat} while the "
