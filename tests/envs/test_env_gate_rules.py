@@ -20,7 +20,7 @@ id = "FrozenLake-v1"
 kwargs = {map_name = "4x4", is_slippery = false}
 
 [defaults]
-timesteps = 40_000
+timesteps = 20_000
 
 [[stages]]
 name = "dry"

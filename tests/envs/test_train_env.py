@@ -43,15 +43,15 @@ def train_env(ws: Path, *args: str) -> subprocess.Popen[str]:
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_train_env_writes_a_bot_that_beats_random(tmp_path: Path) -> None:
-    proc = train_env(tmp_path, "lake", "--timesteps", "40000", "--env", LAKE.to_argument())
+    proc = train_env(tmp_path, "lake", "--timesteps", "20000", "--env", LAKE.to_argument())
     out, _ = proc.communicate(timeout=280)
     assert proc.returncode == 0, out
     assert (tmp_path / "checkpoints" / "lake" / "final.zip").is_file()
     progress = [p for p in map(parse_progress_line, out.splitlines()) if p]
-    assert progress and progress[-1]["timesteps"] >= 40000 and progress[-1]["total"] == 40000
+    assert progress and progress[-1]["timesteps"] >= 20000 and progress[-1]["total"] == 20000
     bot = load_env_bot(tmp_path / "bots" / "lake.json")
     assert bot.env == LAKE and bot.provenance is not None
-    assert bot.provenance["algo"] == "PPO" and bot.provenance["timesteps"] >= 40000
+    assert bot.provenance["algo"] == "PPO" and bot.provenance["timesteps"] >= 20000
     assert len(bot.provenance["checkpoint_sha256"]) == 64
     twin = load_env_twin(tmp_path / "bots" / "lake.onnx")  # written next to the bot
     states = np.arange(16)
