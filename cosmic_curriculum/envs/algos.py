@@ -74,6 +74,22 @@ def choose_policy(name: str, observation_space: Any, configured: str | None) -> 
     return "MlpPolicy"
 
 
+def _no_small_image_part(space: Any) -> None:
+    """SB3's MultiInputPolicy runs NatureCNN on every image part of a Dict, which fails
+    (a torch traceback) on one smaller than NATURE_CNN_MIN_SIDE: refuse it first."""
+    from stable_baselines3.common.preprocessing import is_image_space
+
+    for key, part in space.spaces.items():
+        if is_image_space(part, check_channels=False) and not big_image(part):
+            raise ConfigError(
+                f"env: the observation part {key!r} is a {'x'.join(map(str, part.shape))} image; "
+                "MultiInputPolicy reads image parts with SB3's NatureCNN, which needs "
+                f"{NATURE_CNN_MIN_SIDE}x{NATURE_CNN_MIN_SIDE} pixels or more: flatten the "
+                'observations ([env] wrappers, last: "gymnasium.wrappers:FlattenObservation") '
+                'or keep the image alone (MiniGrid: "minigrid.wrappers:ImgObsWrapper")'
+            )
+
+
 def big_image(space: Any) -> bool:
     """Whether ``space`` is an image (SB3's test) NatureCNN can take."""
     from stable_baselines3.common.preprocessing import is_image_space, is_image_space_channels_first
@@ -97,6 +113,22 @@ def check_action_space(name: str, action_space: Any, key: str) -> None:
         )
 
 
+def check_spaces(observation_space: Any, action_space: Any) -> None:
+    """Refuse spaces an env bot cannot hold (a Text part of MiniGrid's Dict, MultiDiscrete
+    actions ...) or SB3's policies cannot read (a small image in a Dict): a ConfigError
+    naming the space and the wrapper that fixes it, before SB3 builds vectorised envs of
+    them or a model (which fails on these with a traceback)."""
+    from cosmic_curriculum.envs.export import space_of
+
+    try:
+        space_of(observation_space, "observation", allow_dict=True)
+        space_of(action_space, "action")
+    except TrainerError as exc:
+        raise ConfigError(f"env: {exc}") from None
+    if type(observation_space).__name__ == "Dict":
+        _no_small_image_part(observation_space)
+
+
 def _algo(trainer: StageTrainer) -> str:
     # Only a game's stage leaves the choice to train-env; preflight checks Gymnasium's.
     assert trainer.algo is not None, "a Gymnasium stage's trainer always names its algo"
@@ -108,6 +140,7 @@ def check_trainer(trainer: StageTrainer, observation_space: Any, action_space: A
     that cannot act in ``action_space``, a policy it lacks, hyperparams or normalize keys
     its constructor (or VecNormalize's) does not take. Returns the policy it would train."""
     name = _algo(trainer)
+    check_spaces(observation_space, action_space)
     check_action_space(name, action_space, "trainer.algo")
     try:
         policy = choose_policy(name, observation_space, trainer.policy)
@@ -156,6 +189,12 @@ def check_buildable(trainer: StageTrainer, spec: EnvSpec, policy: str) -> None:
             raise ConfigError(
                 f"trainer.hyperparams are refused by {name} "
                 f"({' '.join(str(exc).split())[:200]}); fix them"
+            ) from None
+        except RuntimeError as exc:  # torch: a layer that does not fit the observations
+            raise ConfigError(
+                f"trainer: {name} {policy} cannot be built on the env's observations "
+                f"({' '.join(str(exc).split())[:200]}); change trainer.policy or "
+                "trainer.hyperparams.policy_kwargs, or [env] wrappers"
             ) from None
         try:
             env_bot_from_model(model, spec)

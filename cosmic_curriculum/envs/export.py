@@ -22,9 +22,23 @@ from cosmic_curriculum.workspace.env_config import EnvSpec
 
 def space_of(space: Any, what: str, *, allow_dict: bool = False) -> Space:
     """A Gymnasium Discrete or Box space (or a Dict of them, for observations) as a
-    :class:`Space`; others are refused."""
+    :class:`Space`; any other is a TrainerError naming the wrapper that fixes it."""
     kind = type(space).__name__
     if kind == "Dict" and allow_dict:
+        refused = [k for k, s in space.spaces.items() if type(s).__name__ not in _HELD]
+        if refused:
+            kept = [k for k in space.spaces if k not in refused]
+            part = space.spaces[refused[0]]
+            keep = (
+                'drop it with {call = "gymnasium.wrappers:FilterObservation", kwargs = '
+                f"{{filter_keys = {_toml_list(kept)}}}}}"
+                if kept
+                else "encode it as a Box with an observation wrapper"
+            )
+            raise TrainerError(
+                f"the {what} space's part {refused[0]!r} is {_named(part)}; "
+                f"env bots hold Discrete or Box parts: {keep} in [env] wrappers"
+            )
         return Space(
             "Dict",
             parts=tuple((k, space_of(s, f"{what} {k!r}")) for k, s in space.spaces.items()),
@@ -45,11 +59,32 @@ def space_of(space: Any, what: str, *, allow_dict: bool = False) -> Space:
             high=np.asarray(space.high, dtype=np.float64).reshape(-1),
             dtype=str(space.dtype),
         )
+    if what == "action":
+        fix = "wrap the env with an action wrapper that takes a Discrete or Box action"
+    elif kind in _FLATTENED:
+        fix = "wrap the env with gymnasium.wrappers:FlattenObservation"
+    else:
+        fix = "wrap the env with an observation wrapper that encodes it as a Box"
     raise TrainerError(
-        f"the {what} space is {kind}; env bots hold Discrete or Box spaces"
-        f"{' (or a Dict of them)' if allow_dict else ''} (wrap the env, e.g. with "
-        "gymnasium.wrappers:FlattenObservation)"
+        f"the {what} space is {_named(space)}; env bots hold Discrete or Box spaces"
+        f"{' (or a Dict of them)' if allow_dict else ''}: {fix}"
     )
+
+
+# The Gymnasium spaces an env bot holds, and those FlattenObservation turns into a Box.
+_HELD = ("Discrete", "Box")
+_FLATTENED = ("MultiDiscrete", "MultiBinary", "Tuple", "Dict")
+
+
+def _named(space: Any) -> str:
+    """A space as shown in an error: its repr where that is short and says something."""
+    text = " ".join(str(space).split())
+    kind = type(space).__name__
+    return kind if " at 0x" in text or len(text) > 80 or text == kind else text
+
+
+def _toml_list(keys: list[str]) -> str:
+    return "[" + ", ".join(f'"{k}"' for k in keys) + "]"
 
 
 def env_bot_from_model(

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cosmic_curriculum.defaults import ENV_PPO_N_STEPS, ENV_SUBPROC_STEP_SECONDS
-from cosmic_curriculum.envs.algos import algo_class, sb3_kwargs
+from cosmic_curriculum.envs.algos import algo_class, check_spaces, sb3_kwargs
 from cosmic_curriculum.envs.guard import guarded_env
 from cosmic_curriculum.envs.gymnasium import make_env
 from cosmic_curriculum.errors import ConfigError, TrainerError
@@ -82,6 +82,7 @@ def vec_env(settings: EnvTrainSettings) -> tuple[Any, str]:
 
     probe = make_env(settings.env)  # a spec that does not build fails here, in one line
     try:
+        check_spaces(probe.observation_space, probe.action_space)
         kind = settings.vec_env
         if kind == "auto":
             kind = fastest_vec_env(probe, settings.n_envs)
@@ -154,6 +155,12 @@ def new_model(settings: EnvTrainSettings, venv: Any, policy: str) -> Any:
             f"--hyperparams {json.dumps(settings.hyperparams)} are refused by "
             f"{settings.algo} with {policy} ({' '.join(str(exc).split())[:300]}); fix "
             "--hyperparams or --policy"
+        ) from None
+    except RuntimeError as exc:  # torch: a layer that does not fit the observations
+        raise ConfigError(
+            f"{settings.algo} {policy} cannot be built on the env's observations "
+            f"({' '.join(str(exc).split())[:300]}); change --policy or "
+            "--hyperparams' policy_kwargs, or the env's wrappers"
         ) from None
 
 

@@ -15,6 +15,7 @@ from cosmic_curriculum.envs.algos import (
     NATURE_CNN_MIN_SIDE,
     algo_class,
     big_image,
+    check_spaces,
     check_trainer,
     choose_policy,
     sb3_kwargs,
@@ -165,3 +166,77 @@ def test_hyperparams_become_sb3_objects() -> None:
     ou = sb3_kwargs({"noise_type": "ornstein-uhlenbeck", "noise_std": [0.1, 0.2, 0.3]}, BOX)
     assert isinstance(ou["action_noise"], OrnsteinUhlenbeckActionNoise)
     assert gym.spaces.Box  # gymnasium is the one SB3 uses
+
+
+IMAGE = spaces.Box(0, 255, (7, 7, 3), np.uint8)
+KEEP = '{call = "gymnasium.wrappers:FilterObservation", kwargs = {filter_keys = '
+
+
+@pytest.mark.parametrize(
+    ("observation", "action", "needle"),
+    [
+        (  # MiniGrid's own observations: a Text mission beside the image
+            spaces.Dict({"image": IMAGE, "direction": spaces.Discrete(4), "m": spaces.Text(9)}),
+            spaces.Discrete(3),
+            "env: the observation space's part 'm' is Text; env bots hold Discrete or Box parts",
+        ),
+        (
+            spaces.Dict({"image": IMAGE, "direction": spaces.Discrete(4), "m": spaces.Text(9)}),
+            spaces.Discrete(3),
+            # the keys kept, in the order gymnasium's Dict sorts them
+            f'env bots hold Discrete or Box parts: drop it with {KEEP}["direction", "image"]}}}}',
+        ),
+        (
+            spaces.Dict({"m": spaces.Text(9)}),
+            spaces.Discrete(3),
+            "encode it as a Box with an observation wrapper in [env] wrappers",
+        ),
+        (
+            spaces.MultiDiscrete([3, 4]),
+            spaces.Discrete(3),
+            "space is MultiDiscrete([3 4]); env bots hold Discrete or Box spaces (or a Dict of "
+            "them): wrap the env with gymnasium.wrappers:FlattenObservation",
+        ),
+        (
+            spaces.Sequence(spaces.Discrete(2)),
+            spaces.Discrete(3),
+            "wrap the env with an observation wrapper that encodes it as a Box",
+        ),
+        (
+            spaces.Box(0, 1, (4,)),
+            spaces.MultiDiscrete([2, 2]),
+            "env: the action space is MultiDiscrete([2 2]); env bots hold Discrete or Box "
+            "spaces: wrap the env with an action wrapper that takes a Discrete or Box action",
+        ),
+        (
+            spaces.Box(0, 1, (4,)),
+            spaces.Discrete(3, start=1),
+            "the action space is Discrete with start 1; SB3 policies need start 0",
+        ),
+        (  # NatureCNN, which MultiInputPolicy runs on image parts, needs 36 pixels a side
+            spaces.Dict({"image": IMAGE, "direction": spaces.Discrete(4)}),
+            spaces.Discrete(3),
+            "env: the observation part 'image' is a 7x7x3 image; MultiInputPolicy reads image "
+            "parts with SB3's NatureCNN, which needs 36x36 pixels or more",
+        ),
+    ],
+)
+def test_spaces_an_env_bot_cannot_hold_name_the_wrapper_that_fixes_them(
+    observation: Any, action: Any, needle: str
+) -> None:
+    with pytest.raises(ConfigError) as info:
+        check_spaces(observation, action)
+    assert needle in str(info.value) and "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "observation",
+    [
+        spaces.Dict({"image": spaces.Box(0, 255, (36, 40, 3), np.uint8), "d": spaces.Discrete(4)}),
+        spaces.Dict({"grid": spaces.Box(0, 10, (7, 7, 3), np.float32), "d": spaces.Discrete(4)}),
+        IMAGE,
+        spaces.Discrete(16),
+    ],
+)
+def test_spaces_an_env_bot_holds_pass(observation: Any) -> None:
+    check_spaces(observation, spaces.Discrete(3))

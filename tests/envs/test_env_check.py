@@ -256,3 +256,27 @@ def test_an_image_stage_passes_with_cnn_policy(tmp_path: Path, algo: str) -> Non
     # (56, 56, 3) pixels: CnnPolicy is chosen, and its NatureCNN exports as an env bot.
     pytest.importorskip("minigrid")
     passes(tmp_path, PIXELS + f'[trainer]\nalgo = "{algo}"\n[[stages]]\nname = "a"\n')
+
+
+MINIGRID = (
+    '[env]\nkind = "gymnasium"\nid = "MiniGrid-Empty-5x5-v0"\nimports = ["minigrid"]\n'
+    'wrappers = [{wrappers}]\n[defaults]\ntimesteps = 1000\n[[stages]]\nname = "a"\n'
+)
+FILTER = (
+    '{call = "gymnasium.wrappers:FilterObservation", kwargs = {filter_keys = '
+    '["direction", "image"]}}'
+)
+
+
+def test_minigrids_own_observations_name_the_wrappers_that_fix_them(tmp_path: Path) -> None:
+    # Each message's fix, applied, leads to the next, then to a stage that passes.
+    pytest.importorskip("minigrid")
+    mission = trainer_problem(tmp_path, MINIGRID.replace("{wrappers}", ""))
+    assert "stage 1 a: env: the observation space's part 'mission' is MissionSpace" in mission
+    assert f"drop it with {FILTER} in [env] wrappers" in mission
+    small = trainer_problem(tmp_path, MINIGRID.replace("{wrappers}", FILTER))
+    assert "stage 1 a: env: the observation part 'image' is a 7x7x3 image" in small
+    assert '"gymnasium.wrappers:FlattenObservation"' in small
+    flat = f'{FILTER}, "gymnasium.wrappers:FlattenObservation"'
+    (tmp_path / "stages.toml").write_text(MINIGRID.replace("{wrappers}", flat))
+    check_stage_envs(load_config(tmp_path / "stages.toml"), 0, False, tmp_path)

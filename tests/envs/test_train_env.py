@@ -31,6 +31,8 @@ LAKE = EnvSpec(
     kind="gymnasium", id="FrozenLake-v1", kwargs={"map_name": "4x4", "is_slippery": False}
 )
 
+MINIGRID = EnvSpec(kind="gymnasium", id="MiniGrid-Empty-5x5-v0", imports=["minigrid"])
+
 
 def train_env(ws: Path, *args: str) -> subprocess.Popen[str]:
     argv = [sys.executable, "-m", "cosmic_curriculum", "train-env", *args]
@@ -112,6 +114,10 @@ def test_bad_options_are_one_line(tmp_path: Path) -> None:
         (
             ["x", "--timesteps", "10", "--env", LAKE.to_argument(), "--keep-checkpoints", "0"],
             "--keep-checkpoints 0: must be >= 1",
+        ),
+        (  # MiniGrid's observations hold a mission string: refused before SB3 builds envs
+            ["x", "--timesteps", "10", "--env", MINIGRID.to_argument()],
+            "env: the observation space's part 'mission' is MissionSpace",
         ),
     ):
         proc = train_env(tmp_path, *args)
