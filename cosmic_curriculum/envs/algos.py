@@ -127,6 +127,16 @@ def check_spaces(observation_space: Any, action_space: Any) -> None:
         raise ConfigError(f"env: {exc}") from None
     if type(observation_space).__name__ == "Dict":
         _no_small_image_part(observation_space)
+    if type(action_space).__name__ == "Box":
+        import numpy as np
+
+        bounds = np.concatenate([np.ravel(action_space.low), np.ravel(action_space.high)])
+        if not np.all(np.isfinite(bounds)):
+            raise ConfigError(
+                f"env: the action space {action_space} has unbounded sides, and SB3's "
+                "algorithms need finite bounds: wrap the env with an action wrapper that "
+                "declares them"
+            )
 
 
 def _algo(trainer: StageTrainer) -> str:
@@ -186,14 +196,20 @@ def check_buildable(trainer: StageTrainer, spec: EnvSpec, policy: str) -> None:
         try:
             model = algo_class(name)(policy, venv, device="cpu", **params)
         except (TypeError, ValueError, AssertionError) as exc:
+            why = reason(exc)[:200]
+            if not trainer.hyperparams:  # nothing of the user's but the algo and the env
+                chosen = "trainer.algo, trainer.policy" if trainer.policy else "trainer.algo"
+                raise ConfigError(
+                    f"trainer: {name} {policy} refuses the stage's env ({why}); change "
+                    f"{chosen} or [env] wrappers"
+                ) from None
             raise ConfigError(
-                f"trainer.hyperparams are refused by {name} "
-                f"({' '.join(str(exc).split())[:200]}); fix them"
+                f"trainer.hyperparams are refused by {name} ({why}); fix them"
             ) from None
         except RuntimeError as exc:  # torch: a layer that does not fit the observations
             raise ConfigError(
                 f"trainer: {name} {policy} cannot be built on the env's observations "
-                f"({' '.join(str(exc).split())[:200]}); change trainer.policy or "
+                f"({reason(exc)[:200]}); change trainer.policy or "
                 "trainer.hyperparams.policy_kwargs, or [env] wrappers"
             ) from None
         try:
@@ -205,6 +221,15 @@ def check_buildable(trainer: StageTrainer, spec: EnvSpec, policy: str) -> None:
             ) from None
     finally:
         venv.close()
+
+
+def reason(exc: BaseException) -> str:
+    """An SB3 or torch error on one line (SB3 asserts some with a tuple of strings: those
+    joined, not shown as a tuple)."""
+    parts = exc.args[0] if len(exc.args) == 1 and isinstance(exc.args[0], tuple) else exc.args
+    if not parts or not all(isinstance(p, str) for p in parts):
+        parts = (str(exc),)
+    return " ".join("".join(parts).split())
 
 
 def _arguments(function: Any) -> set[str] | None:

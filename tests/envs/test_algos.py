@@ -18,6 +18,7 @@ from cosmic_curriculum.envs.algos import (
     check_spaces,
     check_trainer,
     choose_policy,
+    reason,
     sb3_kwargs,
 )
 from cosmic_curriculum.errors import ConfigError
@@ -213,6 +214,12 @@ KEEP = '{call = "gymnasium.wrappers:FilterObservation", kwargs = {filter_keys = 
             spaces.Discrete(3, start=1),
             "the action space is Discrete with start 1; SB3 policies need start 0",
         ),
+        (
+            spaces.Box(0, 1, (4,)),
+            spaces.Box(-np.inf, np.inf, (2,)),
+            "env: the action space Box(-inf, inf, (2,), float32) has unbounded sides, and "
+            "SB3's algorithms need finite bounds",
+        ),
         (  # NatureCNN, which MultiInputPolicy runs on image parts, needs 36 pixels a side
             spaces.Dict({"image": IMAGE, "direction": spaces.Discrete(4)}),
             spaces.Discrete(3),
@@ -240,3 +247,19 @@ def test_spaces_an_env_bot_cannot_hold_name_the_wrapper_that_fixes_them(
 )
 def test_spaces_an_env_bot_holds_pass(observation: Any) -> None:
     check_spaces(observation, spaces.Discrete(3))
+
+
+@pytest.mark.parametrize(
+    ("exc", "line"),
+    [
+        (
+            AssertionError(("NatureCNN must be used with a Box ", "space, not Discrete(16)")),
+            "NatureCNN must be used with a Box space, not Discrete(16)",
+        ),
+        (ValueError("two\n  lines"), "two lines"),
+        (RuntimeError(3, "x"), "(3, 'x')"),
+        (AssertionError(), ""),
+    ],
+)
+def test_an_sb3_error_is_one_line_of_its_own_words(exc: BaseException, line: str) -> None:
+    assert reason(exc) == line

@@ -207,6 +207,12 @@ def trainer_problem(tmp_path: Path, text: str) -> str:
             "trainer = {hyperparams = {policy_kwargs = {net_arch = [32]}}}\n",
             "stage 2 b: trainer.hyperparams.policy_kwargs",
         ),
+        (  # no hyperparams of the user's: the algo, the policy or the env is at fault
+            LAKE + '[trainer]\npolicy = "CnnPolicy"\n[[stages]]\nname = "a"\n',
+            "stage 1 a: trainer: PPO CnnPolicy refuses the stage's env (NatureCNN must be "
+            "used with a gym.spaces.Box observation space, not Discrete(16)); change "
+            "trainer.algo, trainer.policy or [env] wrappers",
+        ),
         (
             LAKE + '[trainer]\nhyperparams = {batch_size = 1}\n[[stages]]\nname = "a"\n',
             "stage 1 a: trainer.hyperparams are refused by PPO (`batch_size` must be greater",
