@@ -24,6 +24,9 @@ INSTALL_HINTS = {
     "gymnasium": "gymnasium",
 }
 
+# Id prefixes of env families Gymnasium does not register itself: the module that does.
+REGISTERED_BY = {"MiniGrid-": "minigrid", "BabyAI-": "minigrid", "ALE/": "ale_py"}
+
 
 class EnvSpecError(ConfigError):
     """A spec that does not build; the message names the setting (``env.id`` ...)."""
@@ -59,6 +62,9 @@ def _registered(gymnasium: Any, env_id: str) -> None:
         return
     close = difflib.get_close_matches(env_id, list(registry), n=3, cutoff=0.6)
     hint = f"did you mean {', '.join(repr(c) for c in close)}? " if close else ""
+    module = next((m for prefix, m in REGISTERED_BY.items() if env_id.startswith(prefix)), None)
+    if module is not None and not close:
+        hint = f'its ids are registered by {module!r}: env.imports = ["{module}"]? '
     raise EnvSpecError(
         f"env.id {env_id!r} is not a registered Gymnasium environment; {hint}fix env.id, "
         "or add the module that registers it to env.imports"
@@ -99,6 +105,11 @@ def make_env(spec: EnvSpec) -> Any:
     _registered(gymnasium, env_id)
     try:
         env = gymnasium.make(env_id, **spec.kwargs)
+    except (ImportError, gymnasium.error.DependencyNotInstalled) as exc:
+        raise EnvSpecError(
+            f"env.id {env_id!r} needs a package that is not installed ({_one_line(exc)}); "
+            "install it, or choose another env.id"
+        ) from None
     except Exception as exc:
         raise EnvSpecError(
             f"env.kwargs {spec.kwargs!r} are refused by {env_id!r} ({_one_line(exc)}); "

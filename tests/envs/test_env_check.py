@@ -6,7 +6,9 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
+import gymnasium
 import pytest
 
 from cosmic_curriculum.envs.check import check_stage_envs
@@ -46,6 +48,37 @@ def test_an_unknown_id_names_the_close_matches(tmp_path: Path) -> None:
     message = problem(tmp_path, text)
     assert "stage 1 a: env.id 'FrozenLak-v1' is not a registered" in message
     assert "did you mean 'FrozenLake-v1'" in message and "fix env.id" in message
+
+
+def test_an_id_of_a_family_gymnasium_does_not_register_names_its_module(
+    tmp_path: Path,
+) -> None:
+    text = LAKE.replace("FrozenLake-v1", "ALE/Pong-v5") + '[[stages]]\nname = "a"\n'
+    message = problem(tmp_path, text)
+    assert "env.id 'ALE/Pong-v5' is not a registered Gymnasium environment; its ids are " in message
+    assert """registered by 'ale_py': env.imports = ["ale_py"]?""" in message
+
+
+class _NeedsAPackage(gymnasium.Env[Any, Any]):
+    def __init__(self, error: str = "DependencyNotInstalled") -> None:
+        if error == "ImportError":
+            raise ImportError("No module named 'Box2D'")
+        raise gymnasium.error.DependencyNotInstalled("Box2D is not installed: pip install box2d")
+
+
+@pytest.mark.parametrize("error", ["DependencyNotInstalled", "ImportError"])
+def test_an_env_whose_package_is_missing_is_not_blamed_on_its_kwargs(
+    tmp_path: Path, error: str
+) -> None:
+    if "NeedsAPackage-v0" not in gymnasium.registry:
+        gymnasium.register(id="NeedsAPackage-v0", entry_point=_NeedsAPackage)
+    text = LAKE.replace("FrozenLake-v1", "NeedsAPackage-v0").replace(
+        "[defaults]", f'kwargs = {{error = "{error}"}}\n[defaults]'
+    )
+    message = problem(tmp_path, text + '[[stages]]\nname = "a"\n')
+    assert "stage 1 a: env.id 'NeedsAPackage-v0' needs a package that is not installed (" in message
+    assert "Box2D" in message and "install it, or choose another env.id" in message
+    assert "env.kwargs" not in message
 
 
 def test_a_missing_module_names_the_package_to_install(
