@@ -13,6 +13,7 @@ import difflib
 import importlib
 from typing import Any
 
+from cosmic_curriculum.envs.kinds import pettingzoo_game
 from cosmic_curriculum.errors import ConfigError
 from cosmic_curriculum.workspace.env_config import EnvSpec, WrapperCall
 
@@ -62,6 +63,13 @@ def _registered(gymnasium: Any, env_id: str) -> None:
         return
     close = difflib.get_close_matches(env_id, list(registry), n=3, cutoff=0.6)
     hint = f"did you mean {', '.join(repr(c) for c in close)}? " if close else ""
+    game = pettingzoo_game(env_id)
+    if game is not None:
+        named = "" if game == env_id else f', id = "{game}"'
+        raise EnvSpecError(
+            f"env.id {env_id!r} is a PettingZoo game, not a Gymnasium id: set "
+            f'env.kind = "pettingzoo"{named} (docs/GAMES.md)'
+        )
     module = next((m for prefix, m in REGISTERED_BY.items() if env_id.startswith(prefix)), None)
     if module is not None and not close:
         hint = f'its ids are registered by {module!r}: env.imports = ["{module}"]? '

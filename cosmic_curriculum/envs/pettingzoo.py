@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cosmic_curriculum.envs.gymnasium import EnvSpecError, _import, _one_line, _wrap
+from cosmic_curriculum.envs.kinds import gymnasium_id, is_module_name, pettingzoo_game
 from cosmic_curriculum.workspace.env_config import EnvSpec
 
 MASK_KEY = "action_mask"
@@ -46,6 +47,19 @@ def _game_module(spec: EnvSpec) -> Any:
         _import(module, "env.imports")
     name = spec.id or ""
     if _missing(name):
+        if gymnasium_id(name):
+            raise EnvSpecError(
+                f"env.id {name!r} is a Gymnasium id, not a PettingZoo game module: set "
+                'env.kind = "gymnasium"'
+            )
+        game = pettingzoo_game(name)
+        if game is not None and game != name:  # a bare game name
+            raise EnvSpecError(f"env.id {name!r}: no such module; did you mean {game!r}?")
+        if not is_module_name(name):
+            raise EnvSpecError(
+                f"env.id {name!r} is not a module name: a game's id is the module that "
+                'defines env() or parallel_env(), e.g. "pettingzoo.classic.connect_four_v3"'
+            )
         siblings = _siblings(name)
         if siblings is not None:  # the package is there, the module is not: name neighbours
             close = difflib.get_close_matches(name, siblings, n=3, cutoff=0.6)
