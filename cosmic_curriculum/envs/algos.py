@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import json
+from dataclasses import dataclass
 from typing import Any
 
 from cosmic_curriculum.errors import ConfigError, TrainerError
@@ -193,25 +195,8 @@ def check_buildable(trainer: StageTrainer, spec: EnvSpec, policy: str) -> None:
         params = sb3_kwargs(trainer.hyperparams, venv.action_space)
         if "buffer_size" in params:
             params["buffer_size"] = _PROBE_BUFFER  # the replay buffer is not the policy
-        try:
-            model = algo_class(name)(policy, venv, device="cpu", **params)
-        except (TypeError, ValueError, AssertionError) as exc:
-            why = reason(exc)[:200]
-            if not trainer.hyperparams:  # nothing of the user's but the algo and the env
-                chosen = "trainer.algo, trainer.policy" if trainer.policy else "trainer.algo"
-                raise ConfigError(
-                    f"trainer: {name} {policy} refuses the stage's env ({why}); change "
-                    f"{chosen} or [env] wrappers"
-                ) from None
-            raise ConfigError(
-                f"trainer.hyperparams are refused by {name} ({why}); fix them"
-            ) from None
-        except RuntimeError as exc:  # torch: a layer that does not fit the observations
-            raise ConfigError(
-                f"trainer: {name} {policy} cannot be built on the env's observations "
-                f"({reason(exc)[:200]}); change trainer.policy or "
-                "trainer.hyperparams.policy_kwargs, or [env] wrappers"
-            ) from None
+        params["device"] = "cpu"
+        model = build_model(name, policy, venv, params, PREFLIGHT_KEYS, trainer.hyperparams)
         try:
             env_bot_from_model(model, spec)
         except TrainerError as exc:
@@ -230,6 +215,55 @@ def reason(exc: BaseException) -> str:
     if not parts or not all(isinstance(p, str) for p in parts):
         parts = (str(exc),)
     return " ".join("".join(parts).split())
+
+
+@dataclass(frozen=True)
+class SettingKeys:
+    """How the settings of a model are named in its errors: stages.toml's keys in
+    preflight, train-env's options in a training."""
+
+    algo: str
+    policy: str
+    hyperparams: str
+    wrappers: str
+
+
+PREFLIGHT_KEYS = SettingKeys(
+    "trainer.algo", "trainer.policy", "trainer.hyperparams", "[env] wrappers"
+)
+TRAIN_ENV_KEYS = SettingKeys("--algo", "--policy", "--hyperparams", "the env's wrappers")
+
+
+def build_model(
+    name: str,
+    policy: str,
+    venv: Any,
+    params: dict[str, Any],
+    keys: SettingKeys,
+    hyperparams: dict[str, Any],
+) -> Any:
+    """Algorithm ``name``'s model on ``venv``; what its constructor refuses is a ConfigError
+    naming the settings at fault (the hyperparams, or with none given the algo, the
+    policy and the env's wrappers)."""
+    try:
+        return algo_class(name)(policy, venv, **params)
+    except (TypeError, ValueError, AssertionError) as exc:
+        why = reason(exc)[:300]
+        if not hyperparams:  # nothing of the user's but the algo, the policy and the env
+            raise ConfigError(
+                f"{keys.algo}: {name} {policy} refuses the env ({why}); change {keys.algo} "
+                f"or {keys.policy}, or {keys.wrappers}"
+            ) from None
+        raise ConfigError(
+            f"{keys.hyperparams} {json.dumps(hyperparams)} are refused by {name} with "
+            f"{policy} ({why}); fix {keys.hyperparams} or {keys.policy}"
+        ) from None
+    except RuntimeError as exc:  # torch: a layer that does not fit the observations
+        raise ConfigError(
+            f"{keys.policy}: {name} {policy} cannot be built on the env's observations "
+            f"({reason(exc)[:300]}); change {keys.policy} or {keys.hyperparams}' "
+            f"policy_kwargs, or {keys.wrappers}"
+        ) from None
 
 
 def _arguments(function: Any) -> set[str] | None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import json
 import os
 import pickle
 import signal
@@ -20,7 +19,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cosmic_curriculum.defaults import ENV_PPO_N_STEPS, ENV_SUBPROC_STEP_SECONDS
-from cosmic_curriculum.envs.algos import algo_class, check_spaces, reason, sb3_kwargs
+from cosmic_curriculum.envs.algos import (
+    TRAIN_ENV_KEYS,
+    algo_class,
+    build_model,
+    check_spaces,
+    sb3_kwargs,
+)
 from cosmic_curriculum.envs.guard import guarded_env
 from cosmic_curriculum.envs.gymnasium import make_env
 from cosmic_curriculum.errors import ConfigError, TrainerError
@@ -148,25 +153,8 @@ def new_model(settings: EnvTrainSettings, venv: Any, policy: str) -> Any:
     if settings.algo in ("PPO", "MaskablePPO"):
         params["n_steps"] = ENV_PPO_N_STEPS
     params.update(_model_kwargs(settings, venv))
-    try:
-        return algo_class(settings.algo)(policy, venv, seed=settings.seed, **params)
-    except (TypeError, ValueError, AssertionError) as exc:
-        why = reason(exc)[:300]
-        if not settings.hyperparams:  # nothing of the user's but the algo and the env
-            raise ConfigError(
-                f"{settings.algo} {policy} refuses the env ({why}); change --algo or "
-                "--policy, or the env's wrappers"
-            ) from None
-        raise ConfigError(
-            f"--hyperparams {json.dumps(settings.hyperparams)} are refused by "
-            f"{settings.algo} with {policy} ({why}); fix --hyperparams or --policy"
-        ) from None
-    except RuntimeError as exc:  # torch: a layer that does not fit the observations
-        raise ConfigError(
-            f"{settings.algo} {policy} cannot be built on the env's observations "
-            f"({reason(exc)[:300]}); change --policy or "
-            "--hyperparams' policy_kwargs, or the env's wrappers"
-        ) from None
+    params["seed"] = settings.seed
+    return build_model(settings.algo, policy, venv, params, TRAIN_ENV_KEYS, settings.hyperparams)
 
 
 def loaded_model(settings: EnvTrainSettings, venv: Any, path: Path) -> Any:

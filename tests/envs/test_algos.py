@@ -13,8 +13,11 @@ from gymnasium import spaces
 
 from cosmic_curriculum.envs.algos import (
     NATURE_CNN_MIN_SIDE,
+    PREFLIGHT_KEYS,
+    TRAIN_ENV_KEYS,
     algo_class,
     big_image,
+    build_model,
     check_spaces,
     check_trainer,
     choose_policy,
@@ -263,3 +266,62 @@ def test_spaces_an_env_bot_holds_pass(observation: Any) -> None:
 )
 def test_an_sb3_error_is_one_line_of_its_own_words(exc: BaseException, line: str) -> None:
     assert reason(exc) == line
+
+
+class _Still(gym.Env[Any, Any]):
+    """An env of the given observation space that ends at once (only its spaces matter)."""
+
+    action_space = spaces.Discrete(3)
+
+    def __init__(self, observation_space: Any) -> None:
+        self.observation_space = observation_space
+
+    def reset(self, *, seed: int | None = None, options: Any = None) -> Any:
+        return self.observation_space.sample(), {}
+
+    def step(self, action: Any) -> Any:
+        return self.observation_space.sample(), 0.0, True, False, {}
+
+
+SMALL_IMAGE_DICT = spaces.Dict({"image": IMAGE, "d": spaces.Discrete(4)})
+
+
+@pytest.mark.parametrize(
+    ("keys", "observation", "policy", "hyperparams", "needle"),
+    [
+        (
+            TRAIN_ENV_KEYS,
+            spaces.Discrete(16),
+            "MlpPolicy",
+            {"batch_size": 1},
+            '--hyperparams {"batch_size": 1} are refused by PPO with MlpPolicy (`batch_size` '
+            "must be greater than 1",
+        ),
+        (
+            TRAIN_ENV_KEYS,
+            spaces.Discrete(16),
+            "CnnPolicy",
+            {},
+            "--algo: PPO CnnPolicy refuses the env (NatureCNN must be used with a "
+            "gym.spaces.Box observation space, not Discrete(16)); change --algo or --policy, "
+            "or the env's wrappers",
+        ),
+        (  # torch's own error, from NatureCNN's 8x8 kernels on a 7x7 image
+            PREFLIGHT_KEYS,
+            SMALL_IMAGE_DICT,
+            "MultiInputPolicy",
+            {},
+            "trainer.policy: PPO MultiInputPolicy cannot be built on the env's observations (",
+        ),
+    ],
+)
+def test_what_the_constructor_refuses_names_the_settings_at_fault(
+    keys: Any, observation: Any, policy: str, hyperparams: dict[str, Any], needle: str
+) -> None:
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    venv = DummyVecEnv([lambda: _Still(observation)])
+    params = {**sb3_kwargs(hyperparams, venv.action_space), "device": "cpu"}
+    with pytest.raises(ConfigError) as info:
+        build_model("PPO", policy, venv, params, keys, hyperparams)
+    assert needle in str(info.value) and "\n" not in str(info.value)

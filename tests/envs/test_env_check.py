@@ -242,13 +242,14 @@ def trainer_problem(tmp_path: Path, text: str) -> str:
         ),
         (  # no hyperparams of the user's: the algo, the policy or the env is at fault
             LAKE + '[trainer]\npolicy = "CnnPolicy"\n[[stages]]\nname = "a"\n',
-            "stage 1 a: trainer: PPO CnnPolicy refuses the stage's env (NatureCNN must be "
-            "used with a gym.spaces.Box observation space, not Discrete(16)); change "
-            "trainer.algo, trainer.policy or [env] wrappers",
+            "stage 1 a: trainer.algo: PPO CnnPolicy refuses the env (NatureCNN must be used "
+            "with a gym.spaces.Box observation space, not Discrete(16)); change trainer.algo "
+            "or trainer.policy, or [env] wrappers",
         ),
         (
             LAKE + '[trainer]\nhyperparams = {batch_size = 1}\n[[stages]]\nname = "a"\n',
-            "stage 1 a: trainer.hyperparams are refused by PPO (`batch_size` must be greater",
+            'stage 1 a: trainer.hyperparams {"batch_size": 1} are refused by PPO with '
+            "MlpPolicy (`batch_size` must be greater",
         ),
         (
             PENDULUM + '[trainer]\nhyperparams = {use_sde = true}\n[[stages]]\nname = "a"\n',
