@@ -21,7 +21,8 @@ def is_module_name(name: str) -> bool:
     return _DOTTED.fullmatch(name) is not None
 
 
-def _found(module: str) -> bool:
+def module_found(module: str) -> bool:
+    """Whether importlib finds ``module`` (it imports the parents only)."""
     try:
         return importlib.util.find_spec(module) is not None
     except (ImportError, ValueError):  # a parent is missing, or not a package
@@ -36,8 +37,8 @@ def pettingzoo_game(name: str) -> str | None:
     if "." not in name:
         return _family_game(name)
     if name.startswith("pettingzoo."):
-        return name if _found(name) else None
-    if not _found(name):
+        return name if module_found(name) else None
+    if not module_found(name):
         return None
     try:
         module = importlib.import_module(name)

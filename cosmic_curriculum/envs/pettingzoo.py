@@ -24,7 +24,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from cosmic_curriculum.envs.gymnasium import EnvSpecError, _import, _one_line, _wrap
-from cosmic_curriculum.envs.kinds import gymnasium_id, is_module_name, pettingzoo_game
+from cosmic_curriculum.envs.kinds import (
+    gymnasium_id,
+    is_module_name,
+    module_found,
+    pettingzoo_game,
+)
 from cosmic_curriculum.workspace.env_config import EnvSpec
 
 MASK_KEY = "action_mask"
@@ -46,7 +51,7 @@ def _game_module(spec: EnvSpec) -> Any:
     for module in spec.imports:
         _import(module, "env.imports")
     name = spec.id or ""
-    if _missing(name):
+    if not module_found(name):
         if gymnasium_id(name):
             raise EnvSpecError(
                 f"env.id {name!r} is a Gymnasium id, not a PettingZoo game module: set "
@@ -68,17 +73,10 @@ def _game_module(spec: EnvSpec) -> Any:
     return _import(name, "env.id")  # a missing or failing package: its own one line
 
 
-def _missing(module: str) -> bool:
-    try:
-        return importlib.util.find_spec(module) is None
-    except (ImportError, ValueError):  # a parent is missing, or not a package
-        return True
-
-
 def _siblings(module: str) -> list[str] | None:
     """The modules beside ``module`` in its package; None when that package fails."""
     parent = module.rpartition(".")[0]
-    if not parent or _missing(parent):
+    if not parent or not module_found(parent):
         return None
     try:
         path = getattr(importlib.import_module(parent), "__path__", [])
