@@ -94,7 +94,7 @@ class GameTable:
             a, b = self.info.agents
             seat_of.append({a: first[g], b: 1 - first[g]})
         totals = np.zeros((n, 2))
-        moves, cut = [0] * n, [False] * n
+        moves, cut, dead = [0] * n, [False] * n, [0] * n
         live = list(range(n))
         while live:
             asks: tuple[list[int], list[int]] = ([], [])
@@ -111,6 +111,16 @@ class GameTable:
                     raise self._fail(f"named an unknown agent {game.agent_selection!r}", seeds[g])
                 totals[g, player] += float(reward)
                 if terminated or truncated:
+                    # Each finished agent leaves at its step(None): a game that keeps them
+                    # would be stepped forever.
+                    dead[g] += 1
+                    if dead[g] > len(self.info.agents):
+                        raise self._fail(
+                            f"kept its agents after it ended ({dead[g] - 1} steps with None "
+                            "left them in game.agents; step(None) of a finished agent must "
+                            "remove it, as PettingZoo's _was_dead_step does)",
+                            seeds[g],
+                        )
                     self._step(game, None, seeds[g])
                 elif moves[g] >= self.max_moves:
                     cut[g] = True

@@ -5,7 +5,8 @@ turn while the game goes on. Both are two-player AEC games with Discrete(2) move
 of 1 in ``"endless"`` is rewarded nothing, so only the move cap stops it. The endless game
 also goes wrong as a game of one's own might: ``"reset_fails"`` and ``"step_fails"`` (on
 the third move) raise, ``"wide"`` observes two numbers where it declares one,
-``"short_mask"`` masks one move of its two."""
+``"short_mask"`` masks one move of its two, and ``"undying"`` ends after two moves but
+keeps its agents at every step(None) after."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import AECEnv
 
-FAULTS = ("endless", "stuck", "reset_fails", "step_fails", "wide", "short_mask")
+FAULTS = ("endless", "stuck", "reset_fails", "step_fails", "wide", "short_mask", "undying")
 
 
 class FaultyGame(AECEnv[str, Any, int]):
@@ -69,6 +70,8 @@ class FaultyGame(AECEnv[str, Any, int]):
         if self.fault == "step_fails" and self.played == 2:
             raise IndexError("list index out of range")
         self.played += 1
+        if self.fault == "undying" and self.played >= 2:
+            self.terminations = {a: True for a in self.agents}
         self.agent_selection = "b" if self.agent_selection == "a" else "a"
 
 

@@ -143,6 +143,18 @@ def test_a_game_that_never_ends_is_one_line(tmp_path: Path) -> None:
     assert "\n" not in message and not hist.exists()
 
 
+def test_a_game_that_keeps_its_agents_after_it_ended_is_one_line(tmp_path: Path) -> None:
+    undying = EnvSpec(kind="pettingzoo", id="tests.envs.fake_games", kwargs={"fault": "undying"})
+    path = bot_file(tmp_path, "bot", random_game_bot(undying, seed=0))
+    hist = tmp_path / "h.json"
+    with pytest.raises(EvaluationError) as caught:  # it was stepped with None forever
+        evaluate_game(path, "random", history_path=hist, episodes=4, seed=0,
+                      deterministic=False)  # fmt: skip
+    message = str(caught.value)
+    assert "kept its agents after it ended (2 steps with None" in message
+    assert "_was_dead_step" in message and "\n" not in message and not hist.exists()
+
+
 def test_a_masked_bot_needs_a_masked_game(tmp_path: Path) -> None:
     plain = random_game_bot(ENDLESS, seed=0)
     masked = EnvBot(plain.env, plain.observation_space, plain.action_space, plain.layers,
