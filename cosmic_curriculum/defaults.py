@@ -95,6 +95,10 @@ GAME_MAX_MOVES: Final = 10_000
 # Random moves `run` plays in each stage's game before any training (envs/game_check.py):
 # enough to cross a game's first turns, not to finish a long one.
 GAME_CHECK_MOVES: Final = 200
+# Random games (and moves a game, at most) that tell whether search:N sees more than a
+# player: chance or hidden moves (envs/game_probe.py). A few games cross both kinds.
+GAME_PROBE_GAMES: Final = 4
+GAME_PROBE_MOVES: Final = 200
 # Games the game evaluator steps in lockstep (one batched forward per bot per move).
 GAME_EVAL_BATCH: Final = 64
 # A game's bots sample their moves unless the gate says `deterministic = true`: two

@@ -75,6 +75,8 @@ def evaluate_game_bots(
             f"{history_path}"
         )
     )
+    if "reference_note" in record:
+        print(printable(f"note: {record['reference_note']}"))
 
 
 def _fallbacks(record: dict[str, Any]) -> str:

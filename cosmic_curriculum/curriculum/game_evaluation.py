@@ -66,7 +66,7 @@ def game_evaluation(
     played = reference.name if isinstance(reference, BuiltinBot) else reference
     episodes, decided, gate_of = gate_calls(settings)
     labels = {"candidate": run.rel(candidate), "reference": reference_label(run, reference)}
-    return evaluate_game(
+    record = evaluate_game(
         candidate,
         played,
         history_path=run.paths.history,
@@ -78,3 +78,6 @@ def game_evaluation(
         on_progress=progress,
         extra={**extra, **labels},
     )
+    if "reference_note" in record:  # a search that sees hidden cards or moves
+        run.reporter.warning(f"{labels['candidate']}: {record['reference_note']}")
+    return record

@@ -30,6 +30,7 @@ from cosmic_curriculum.envs.game_players import (
     game_player,
     plays_game_spaces,
 )
+from cosmic_curriculum.envs.game_probe import search_note, search_sees
 from cosmic_curriculum.envs.game_table import Game, GameTable
 from cosmic_curriculum.envs.onnx_twin import load_env_player
 from cosmic_curriculum.envs.pettingzoo import GameInfo, game_info
@@ -173,10 +174,15 @@ def evaluate_game(
         "cut_games": cut,
         "candidate_sha256": _sha256(candidate),
     }
+    name = builtin_name(str(reference)) if isinstance(reference, Path | str) else None
+    if name is not None and name.startswith("search:"):
+        note = search_note(label, search_sees(bot.env, info))
+        if note is not None:
+            record["reference_note"] = note
     if not isinstance(reference, Path | str):
         record["reference_sha256"] = command_sha256(reference)
         record["reference_fallbacks"] = getattr(other, "fallbacks", 0)
-    elif builtin_name(str(reference)) is None:
+    elif name is None:
         record["reference_sha256"] = _sha256(Path(reference))
     if gate_of is not None and (gate := gate_of(counts)) is not None:
         record["gate"] = gate

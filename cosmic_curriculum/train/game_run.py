@@ -21,6 +21,8 @@ from typing import Any
 from cosmic_curriculum.defaults import TORCH_THREADS
 from cosmic_curriculum.envs.algos import algo_class, choose_policy
 from cosmic_curriculum.envs.export import env_bot_from_model
+from cosmic_curriculum.envs.game_players import builtin_name
+from cosmic_curriculum.envs.game_probe import search_note, search_sees
 from cosmic_curriculum.envs.pettingzoo import GameInfo, game_info
 from cosmic_curriculum.envs.policy import EnvBot, save_env_bot
 from cosmic_curriculum.errors import ConfigError, TrainerError
@@ -90,6 +92,10 @@ def _league(settings: GameTrainSettings, info: GameInfo, layout: Layout, directo
         name: bot_player(name, info, base.seed, layout.root, option, bool(base.env.wrappers))
         for name in settings.rule.bots
     }
+    searches = [n for n in fixed if (builtin_name(n) or "").startswith("search:")]
+    note = search_note(", ".join(searches), search_sees(base.env, info)) if searches else None
+    if note is not None:  # fine to train against: said once, so no one takes it as fair
+        print(f"note: {note}", flush=True)
     return League(settings.rule, rules.new_state(base.seed), directory / SNAPSHOT_DIR, fixed)
 
 
