@@ -14,6 +14,8 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import AECEnv
 
+from tests.envs.fake_games import start_books
+
 
 class CardGame(AECEnv[str, Any, int]):
     metadata: ClassVar[dict[str, Any]] = {"name": "card_game_v0", "is_parallelizable": False}
@@ -35,12 +37,7 @@ class CardGame(AECEnv[str, Any, int]):
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
         if seed is not None:
             self.rng = np.random.default_rng(seed)
-        self.agents = list(self.possible_agents)
-        self.rewards = {a: 0.0 for a in self.agents}
-        self._cumulative_rewards = {a: 0.0 for a in self.agents}
-        self.terminations = {a: False for a in self.agents}
-        self.truncations = {a: False for a in self.agents}
-        self.infos: dict[str, dict[str, Any]] = {a: {} for a in self.agents}
+        start_books(self)
         self.cards = {a: int(self.rng.integers(1, 10)) for a in self.agents}
         self.agent_selection = "a"
 

@@ -16,6 +16,17 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import AECEnv
 
+
+def start_books(game: AECEnv[str, Any, int]) -> None:
+    """A new game's PettingZoo books: every seat in, nothing rewarded, nothing ended."""
+    game.agents = list(game.possible_agents)
+    game.rewards = {a: 0.0 for a in game.agents}
+    game._cumulative_rewards = {a: 0.0 for a in game.agents}
+    game.terminations = {a: False for a in game.agents}
+    game.truncations = {a: False for a in game.agents}
+    game.infos = {a: {} for a in game.agents}
+
+
 FAULTS = ("endless", "stuck", "reset_fails", "step_fails", "wide", "short_mask", "undying")
 
 
@@ -44,12 +55,7 @@ class FaultyGame(AECEnv[str, Any, int]):
         return self._act
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
-        self.agents = list(self.possible_agents)
-        self.rewards = {a: 0.0 for a in self.agents}
-        self._cumulative_rewards = {a: 0.0 for a in self.agents}
-        self.terminations = {a: False for a in self.agents}
-        self.truncations = {a: False for a in self.agents}
-        self.infos: dict[str, dict[str, Any]] = {a: {} for a in self.agents}
+        start_books(self)
         self.agent_selection = "a"
         self.played = 0
         if self.fault == "reset_fails":
