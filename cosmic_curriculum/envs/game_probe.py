@@ -44,8 +44,11 @@ def _seen(game: Any, agent: str, info: GameInfo) -> bytes:
     return b"".join(np.ascontiguousarray(p).tobytes() for p in parts)
 
 
-def _views(game: Any, info: GameInfo) -> tuple[bytes, ...]:
-    return tuple(_seen(game, a, info) for a in info.agents if a in game.agents)
+def _views(game: Any, info: GameInfo) -> tuple[str, tuple[bytes, ...]]:
+    """Who moves, and what each seat still in the game observes."""
+    return game.agent_selection, tuple(
+        _seen(game, a, info) for a in info.agents if a in game.agents
+    )
 
 
 def _probe(spec: EnvSpec, info: GameInfo, games: int, moves: int) -> set[str]:
@@ -59,11 +62,12 @@ def _probe(spec: EnvSpec, info: GameInfo, games: int, moves: int) -> set[str]:
             a.reset(seed=2 * game)
             b.reset(seed=2 * game + 1)
             for _ in range(moves):
-                if game_over(a) or game_over(b):
-                    if game_over(a) != game_over(b):
-                        found.add(CHANCE)
+                twin = CHANCE not in found  # b follows a's moves until they differ
+                if twin and game_over(a) != game_over(b):
+                    found.add(CHANCE)
+                if game_over(a):
                     break
-                if a.agent_selection != b.agent_selection or _views(a, info) != _views(b, info):
+                if twin and _views(a, info) != _views(b, info):
                     found.add(CHANCE)
                 mover = a.agent_selection
                 other = next(x for x in info.agents if x != mover)
@@ -79,8 +83,6 @@ def _probe(spec: EnvSpec, info: GameInfo, games: int, moves: int) -> set[str]:
                 if before is not None and not game_over(a) and a.agent_selection == other:
                     counted[mover] += 1
                     shown[mover] = shown[mover] or _seen(a, other, info) != before
-            if CHANCE in found:
-                b.reset(seed=0)  # b has left a's moves: only hidden moves are probed on
     finally:
         a.close()
         b.close()
