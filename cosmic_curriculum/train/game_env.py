@@ -19,7 +19,13 @@ import gymnasium
 import numpy as np
 from numpy.typing import NDArray
 
-from cosmic_curriculum.envs.pettingzoo import GameInfo, game_over, make_game, split_observation
+from cosmic_curriculum.envs.pettingzoo import (
+    GameInfo,
+    bare_game,
+    game_over,
+    make_game,
+    split_observation,
+)
 from cosmic_curriculum.errors import TrainerError
 from cosmic_curriculum.workspace.env_config import EnvSpec
 
@@ -53,7 +59,11 @@ class SeatEnv(gymnasium.Env[Any, Any]):
         self, spec: EnvSpec, info: GameInfo, opponents: Opponents, index: int, move_cap: int
     ) -> None:
         self.metadata = {"render_modes": []}
-        self.game = make_game(spec)
+        self.built = make_game(spec)
+        # Every move played here is legal (the learner's are masked, the opponent's checked
+        # below): without wrappers of the spec's own, the seat steps the game without
+        # PettingZoo's policing wrappers, as the evaluator does (about half a step's cost).
+        self.game = self.built if spec.wrappers else bare_game(self.built)
         self.info = info
         self.observation_space = info.observation_space
         self.action_space = info.action_space
@@ -141,4 +151,4 @@ class SeatEnv(gymnasium.Env[Any, Any]):
         return obs
 
     def close(self) -> None:
-        self.game.close()
+        self.built.close()
