@@ -91,7 +91,7 @@ def plays_game_spaces(bot: Any, info: GameInfo) -> bool:
     from cosmic_curriculum.envs.spaces import same_space
 
     return same_space(
-        space_of(info.observation_space, "observation"), bot.observation_space
+        space_of(info.observation_space, "observation", allow_dict=True), bot.observation_space
     ) and same_space(space_of(info.action_space, "action"), bot.action_space)
 
 

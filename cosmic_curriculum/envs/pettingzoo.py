@@ -191,7 +191,28 @@ def _info(env: Any, name: str | None) -> GameInfo:
                 f"{OBSERVATION_KEY!r} entry; a masked game puts what the player sees there"
             )
         observation = observation.spaces[OBSERVATION_KEY]
+    _check_held(observation, actions[0], name)
     return GameInfo((agents[0], agents[1]), observation, actions[0], masked)
+
+
+def _check_held(observation: Any, action: Any, name: str | None) -> None:
+    """Refuse what a game's bot cannot hold (every bot, trained, a program's or an ONNX
+    twin, reads the game through an env bot's spaces), before any training: SB3 would
+    train on it and the bot could not be saved or played."""
+    from cosmic_curriculum.envs.export import space_of
+    from cosmic_curriculum.errors import TrainerError
+
+    try:
+        space_of(observation, "observation", allow_dict=True)
+        space_of(action, "action")
+    except TrainerError as exc:
+        what = str(exc).partition(";")[0]  # which space or part, without Gymnasium's fix
+        raise EnvSpecError(
+            f"env.id {name!r}: {what}; a game's bot reads Box or Discrete observations (or "
+            "a Dict of them) and moves from Discrete(n) starting at 0: have the game's "
+            "observe() return those, or wrap the game in env.wrappers with a PettingZoo "
+            "wrapper that does"
+        ) from None
 
 
 def default_algo(info: GameInfo) -> str:

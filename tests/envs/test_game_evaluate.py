@@ -5,6 +5,7 @@ search:N, a masked bot on a game without a mask, a game that never ends."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -170,3 +171,25 @@ def test_a_masked_bot_needs_a_masked_game(tmp_path: Path) -> None:
         assert message.startswith(f"{path}: a masked bot (action_mask: true), but its game")
         assert "gives no action mask" in message and "\n" not in message
     assert not hist.exists()
+
+
+def test_a_game_that_shows_a_dict_trains_and_its_bot_plays_every_reference(
+    tmp_path: Path,
+) -> None:
+    # Its bot reads the Dict as the env bot does; the evaluator once refused it after the
+    # training had run ("env bots hold Discrete or Box spaces").
+    game = EnvSpec(kind="pettingzoo", id="tests.envs.dict_game").to_argument()
+    (tmp_path / "bots").mkdir()
+    args = ["--env", game, "--timesteps", "256", "--n-envs", "2", "--seed", "0"]
+    done = cli(tmp_path, "train-env", "d", *args, "--opponent-mode", "random")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "PPO MultiInputPolicy" in done.stdout
+    for reference in ("random", "search:3", "bots/d.json"):
+        done = cli(tmp_path, "evaluate", "bots/d.json", reference, "-n", "6", "--seed", "3")
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert f"vs {reference}: " in done.stdout and "in 6 games (3" in done.stdout
+    league = ["--opponent-mode", "pool", "--snapshot-every", "64", "--league-bot", "bots/d.json"]
+    done = cli(tmp_path, "train-env", "e", *args, *league)
+    assert done.returncode == 0, done.stdout + done.stderr
+    table = json.loads((tmp_path / "checkpoints/e/final.league.json").read_text())["table"]
+    assert sum(table["bots/d.json"]) > 0  # the league played the bot

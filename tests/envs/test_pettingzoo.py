@@ -24,12 +24,12 @@ from pettingzoo import AECEnv
 class Game(AECEnv):
     metadata = {"name": "fake"}
 
-    def __init__(self, agents=("a", "b"), box=False):
+    def __init__(self, agents=("a", "b"), box=False, obs=None, start=0):
         self.possible_agents = list(agents)
         self.action_spaces = {
-            a: spaces.Box(0, 1, (2,)) if box else spaces.Discrete(3) for a in agents
+            a: spaces.Box(0, 1, (2,)) if box else spaces.Discrete(3, start=start) for a in agents
         }
-        self.observation_spaces = {a: spaces.Discrete(2) for a in agents}
+        self.observation_spaces = {a: obs or spaces.Discrete(2) for a in agents}
 
     def observation_space(self, agent):
         return self.observation_spaces[agent]
@@ -52,6 +52,15 @@ def continuous():
 
 def not_a_game():
     return object()
+
+def multibinary():
+    return Game(obs=spaces.MultiBinary(4))
+
+def text_part():
+    return Game(obs=spaces.Dict({"board": spaces.Box(0, 1, (3,)), "name": spaces.Text(8)}))
+
+def shifted_moves():
+    return Game(start=1)
 """
 
 
@@ -112,6 +121,10 @@ def test_a_bad_module_is_one_line(env_id: str, kwargs: dict[str, Any], expected:
         ("one_player", "has 1 agents ['a']"),
         ("continuous", "the action space is Box(0.0, 1.0, (2,), float32), not Discrete"),
         ("not_a_game", "its env() returned a 'object', not a PettingZoo AECEnv or ParallelEnv"),
+        # what no bot can hold: refused before SB3 trains on it and the bot cannot be saved
+        ("multibinary", "the observation space is MultiBinary(4); a game's bot reads Box"),
+        ("text_part", "the observation space's part 'name' is Text; a game's bot"),
+        ("shifted_moves", "the action space is Discrete with start 1; a game's bot"),
     ],
 )
 def test_a_game_a_stage_cannot_play_is_one_line(
