@@ -42,6 +42,7 @@ LockWait = Annotated[
 ]
 # exec:<command> bots (bots/external.py): accepted wherever a bot file is.
 BOT_HELP = "a bot JSON, or exec:<command> for a program speaking cosmic-bot/1"
+REPLAY_OTHER = "for a game's bot: random, search:N, a bot, a program; none for a Gym env bot"
 BotTimeout = Annotated[
     float,
     typer.Option(
@@ -239,7 +240,7 @@ def _fallbacks(record: dict[str, Any]) -> str:
 def replay_command(
     candidate: Annotated[str, typer.Argument(help=f"Plays blue: {BOT_HELP}; or an env bot.")],
     reference: Annotated[
-        str | None, typer.Argument(help=f"Plays orange: {BOT_HELP} (not for an env bot).")
+        str | None, typer.Argument(help=f"Plays orange: {BOT_HELP}; {REPLAY_OTHER}")
     ] = None,
     out: Annotated[
         Path, typer.Option("--out", "-o", help="Picture to write: .png or .gif.")
@@ -248,7 +249,8 @@ def replay_command(
     bot_timeout: BotTimeout = BOT_TIMEOUT_SECONDS,
 ) -> None:
     """Play one match and draw it (top-down and side view of ships and orb); for an env
-    bot (JSON or its ONNX twin), one episode drawn from the env's rgb_array frames."""
+    bot (JSON or its ONNX twin), one episode drawn from the env's rgb_array frames; for a
+    game's bot, one game in the first seat against REFERENCE, drawn from the game's."""
 
     def run() -> None:
         from cosmic_curriculum.bots import as_source
@@ -265,13 +267,9 @@ def replay_command(
             # drawn in a private directory, then written as every named output is
             drawn = Path(private) / f"replay{out.suffix}"
             if is_env_bot_file(Path(candidate)) or _is_env_twin(Path(candidate)):
-                if reference is not None:
-                    raise ConfigError(
-                        f"replay {candidate}: an env bot plays alone; drop {reference}"
-                    )
-                from cosmic_curriculum.envs.replay import render_env_replay
+                from cosmic_curriculum.cli.evaluate_game import replay_env_bot
 
-                info = render_env_replay(Path(candidate), drawn, seed=seed)
+                info = replay_env_bot(candidate, reference, drawn, seed, bot_timeout)
                 write_output(out, drawn.read_bytes(), "--out")
                 sys.stdout.write(printable(f"{info['title']}; wrote {shown}") + "\n")
                 return

@@ -99,3 +99,31 @@ def refuse_builtins_without_an_env(candidate: str, reference: str) -> None:
                 "names its game or env); a program plays them as the reference: evaluate "
                 "BOT exec:./program"
             )
+
+
+def replay_env_bot(
+    candidate: str, reference: str | None, drawn: Path, seed: int, bot_timeout: float
+) -> dict[str, Any]:
+    """`replay` of an env bot into ``drawn``: one episode of a Gymnasium env's bot (no
+    reference), or one game of a game's bot against ``reference``."""
+    from cosmic_curriculum.envs.onnx_twin import load_env_player
+    from cosmic_curriculum.errors import ConfigError
+
+    path = Path(candidate)
+    bot = load_env_player(path)
+    if bot.env.kind != "pettingzoo":
+        if reference is not None:
+            raise ConfigError(f"replay {candidate}: an env bot plays alone; drop {reference}")
+        from cosmic_curriculum.envs.replay import render_env_replay
+
+        return render_env_replay(path, drawn, seed=seed, bot=bot)
+    if reference is None:
+        raise ConfigError(
+            f"replay {candidate}: a game's bot needs REFERENCE, the other player (random, "
+            "search:N, a bot file of the game or exec:PROGRAM)"
+        )
+    from cosmic_curriculum.bots.external import EXEC_PREFIX, parse_exec
+    from cosmic_curriculum.envs.game_replay import render_game_replay
+
+    other = parse_exec(reference, bot_timeout) if reference.startswith(EXEC_PREFIX) else reference
+    return render_game_replay(bot, path, other, drawn, seed=seed)

@@ -12,7 +12,7 @@ going after ``max_moves`` moves is cut, a draw.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,6 +60,7 @@ class GameTable:
         # Every move is checked here before it is played: without wrappers of the spec's
         # own, the games step without PettingZoo's policing wrappers (half the cost).
         self.games = [g if spec.wrappers else bare_game(g) for g in self.built]
+        self.watch: Callable[[Any], None] | None = None  # sees each game after each move
 
     def close(self) -> None:
         for game in self.built:
@@ -93,6 +94,8 @@ class GameTable:
                 raise self._fail("raised during reset", seed, exc) from None
             a, b = self.info.agents
             seat_of.append({a: first[g], b: 1 - first[g]})
+            if self.watch is not None:
+                self.watch(game)
         totals = np.zeros((n, 2))
         moves, cut, dead = [0] * n, [False] * n, [0] * n
         live = list(range(n))
@@ -177,3 +180,5 @@ class GameTable:
                 )
             self._step(games[g], int(move), seeds[g])
             moves[g] += 1
+            if self.watch is not None:
+                self.watch(games[g])

@@ -46,7 +46,8 @@ class Frames:
         return [self.kept[int(i)] for i in picks]
 
 
-def _frame(env: Any, what: str) -> Any:
+def frame_of(env: Any, what: str) -> Any:
+    """``env``'s rendered RGB(A) frame; one line when it renders none."""
     try:
         frame = env.render()
     except Exception as exc:
@@ -60,13 +61,17 @@ def _frame(env: Any, what: str) -> Any:
     return array
 
 
-def render_env_replay(bot_path: Path, out: Path, *, seed: int = 0) -> dict[str, Any]:
-    """Play and draw one episode; returns ``out``, ``return``, ``steps``, ``ended``."""
+def render_env_replay(
+    bot_path: Path, out: Path, *, seed: int = 0, bot: Any = None
+) -> dict[str, Any]:
+    """Play and draw one episode (of ``bot``, when the caller loaded it from
+    ``bot_path``); returns ``out``, ``return``, ``steps``, ``ended``."""
     suffix = Path(out).suffix.lower()
     if suffix not in (".gif", ".png"):
         raise EvaluationError(f"--out {out}: name the picture .gif or .png")
     path = Path(bot_path)
-    bot = load_env_player(path)
+    if bot is None:
+        bot = load_env_player(path)
     what = f"env {bot.env.id!r}"
     if bot.env.kwargs.get("render_mode") not in (None, RENDER_MODE):
         raise EvaluationError(f"{path}: its env sets render_mode; replay needs {RENDER_MODE!r}")
@@ -83,7 +88,7 @@ def render_env_replay(bot_path: Path, out: Path, *, seed: int = 0) -> dict[str, 
             )
         obs, _ = env.reset(seed=seed)
         frames = Frames(REPLAY_GIF_FRAMES)
-        frames.add(_frame(env, what))
+        frames.add(frame_of(env, what))
         total, steps, cap, ended, success = 0.0, 0, step_cap(env), "cut at the step cap", None
         discrete = type(env.action_space).__name__ == "Discrete"
         while steps < cap:
@@ -95,7 +100,7 @@ def render_env_replay(bot_path: Path, out: Path, *, seed: int = 0) -> dict[str, 
             if isinstance(info, dict) and "is_success" in info:
                 success = bool(info["is_success"])
             done = bool(terminated or truncated)
-            frames.add(_frame(env, what), last=done)
+            frames.add(frame_of(env, what), last=done)
             if done:
                 ended = "terminated" if terminated else "truncated"
                 break
@@ -105,11 +110,12 @@ def render_env_replay(bot_path: Path, out: Path, *, seed: int = 0) -> dict[str, 
     title = f"{bot.env.id}: {name}, seed {seed}: return {total:g} in {steps} steps, {ended}"
     if success is not None:
         title += ", success" if success else ", no success"
-    _draw(frames, Path(out), title, suffix)
+    draw_frames(frames, Path(out), title, suffix)
     return {"out": str(out), "return": total, "steps": steps, "ended": ended, "title": title}
 
 
-def _draw(frames: Frames, out: Path, title: str, suffix: str) -> None:
+def draw_frames(frames: Frames, out: Path, title: str, suffix: str) -> None:
+    """``frames`` as a GIF, or a PNG strip of evenly spaced ones, titled."""
     import matplotlib
 
     matplotlib.use("Agg")
