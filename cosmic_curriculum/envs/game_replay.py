@@ -51,8 +51,11 @@ def render_game_replay(
     drawn = bot.env.model_copy(update={"kwargs": {**bot.env.kwargs, "render_mode": RENDER_MODE}})
     try:
         table = GameTable(drawn, info, 1, GAME_MAX_MOVES)
-    except CurriculumError as exc:
-        raise EvaluationError(f"{what} has no rgb_array render ({exc})") from None
+    except CurriculumError:  # it built without render_mode (game_info above): that is why
+        raise EvaluationError(
+            f"{what} has no rgb_array render (its factory refuses "
+            f"render_mode={RENDER_MODE!r}); replay draws games that render frames"
+        ) from None
     frames = Frames(REPLAY_GIF_FRAMES)
     other: Any = None
     try:
