@@ -23,6 +23,7 @@ from cosmic_curriculum.envs.algos import algo_class, choose_policy
 from cosmic_curriculum.envs.export import env_bot_from_model
 from cosmic_curriculum.envs.game_players import builtin_name
 from cosmic_curriculum.envs.game_probe import search_note, search_sees
+from cosmic_curriculum.envs.onnx_twin import write_twin_or_warn
 from cosmic_curriculum.envs.pettingzoo import GameInfo, game_info
 from cosmic_curriculum.envs.policy import EnvBot, save_env_bot
 from cosmic_curriculum.errors import ConfigError, TrainerError
@@ -242,6 +243,8 @@ def train_game(settings: GameTrainSettings) -> int:
     bot.provenance["resumed_from"] = None if resume is None else layout.rel(resume)
     bot.provenance["opponent_mode"] = settings.mode
     save_env_bot(bot, layout.bot(base.experiment))
+    if not bot.action_mask:  # a masked bot has no twin (it would play illegal moves)
+        write_twin_or_warn(layout.bot(base.experiment))  # bots/EXPERIMENT.onnx
     print(
         f"trained {base.experiment}: {int(model.num_timesteps)} timesteps, "
         f"{layout.rel(layout.bot(base.experiment))}; league: {league.summary()}",

@@ -173,6 +173,7 @@ def test_a_masked_bot_needs_a_masked_game(tmp_path: Path) -> None:
     assert not hist.exists()
 
 
+@pytest.mark.slow
 def test_a_game_that_shows_a_dict_trains_and_its_bot_plays_every_reference(
     tmp_path: Path,
 ) -> None:
@@ -184,8 +185,14 @@ def test_a_game_that_shows_a_dict_trains_and_its_bot_plays_every_reference(
     done = cli(tmp_path, "train-env", "d", *args, "--opponent-mode", "random")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "PPO MultiInputPolicy" in done.stdout
-    for reference in ("random", "search:3", "bots/d.json"):
-        done = cli(tmp_path, "evaluate", "bots/d.json", reference, "-n", "6", "--seed", "3")
+    assert (tmp_path / "bots/d.onnx").is_file()  # an unmasked game bot gets its twin
+    for candidate, reference in (
+        ("bots/d.json", "random"),
+        ("bots/d.json", "search:3"),
+        ("bots/d.json", "bots/d.json"),
+        ("bots/d.onnx", "bots/d.json"),
+    ):
+        done = cli(tmp_path, "evaluate", candidate, reference, "-n", "6", "--seed", "3")
         assert done.returncode == 0, done.stdout + done.stderr
         assert f"vs {reference}: " in done.stdout and "in 6 games (3" in done.stdout
     league = ["--opponent-mode", "pool", "--snapshot-every", "64", "--league-bot", "bots/d.json"]
