@@ -118,11 +118,7 @@ def evaluate_game(
     bot = load_env_player(candidate)
     if bot.env.kind != "pettingzoo":
         raise EvaluationError(f"{candidate}: a bot of a {bot.env.kind!r} env, not of a game")
-    try:
-        info = game_info(bot.env)
-    except CurriculumError as exc:
-        raise EvaluationError(f"{candidate}: its game does not build ({exc})") from None
-    _check_candidate(bot, info, candidate)
+    info = candidate_game(bot, candidate)
     seeds = pair_seeds(seed, pairs)
     table = GameTable(bot.env, info, min(GAME_EVAL_BATCH, 2 * pairs), max_moves)
     other: Any = None
@@ -204,12 +200,17 @@ def _check_ends(
         )
 
 
-def _check_candidate(bot: Any, info: GameInfo, path: Path) -> None:
-    """The candidate plays its game's spaces as the game builds now, masked only if the
-    game masks."""
+def candidate_game(bot: Any, path: Path) -> GameInfo:
+    """The candidate's game as it builds now, whose spaces the candidate must play (masked
+    only if the game masks); each failure one line naming ``path``."""
+    try:
+        info = game_info(bot.env)
+    except CurriculumError as exc:
+        raise EvaluationError(f"{path}: its game does not build ({exc})") from None
     check_masks(bot, info, path)
     if not plays_game_spaces(bot, info):
         raise EvaluationError(
             f"{path}: the bot's spaces are not those of its game {bot.env.id!r} as it builds "
             "now; retrain the bot or restore the game's version"
         )
+    return info

@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 
 from cosmic_curriculum.defaults import GAME_MAX_MOVES, REPLAY_GIF_FRAMES
-from cosmic_curriculum.envs.game_players import check_masks, game_player, plays_game_spaces
+from cosmic_curriculum.envs.game_evaluate import candidate_game
+from cosmic_curriculum.envs.game_players import game_player
 from cosmic_curriculum.envs.game_table import GameTable
-from cosmic_curriculum.envs.pettingzoo import game_info
 from cosmic_curriculum.envs.replay import RENDER_MODE, Frames, draw_frames, frame_of
 from cosmic_curriculum.errors import CurriculumError, EvaluationError
 from cosmic_curriculum.system.fsio import without_surrogates
@@ -38,20 +38,11 @@ def render_game_replay(
     what = f"game {bot.env.id!r}"
     if bot.env.kwargs.get("render_mode") not in (None, RENDER_MODE):
         raise EvaluationError(f"{path}: its game sets render_mode; replay needs {RENDER_MODE!r}")
-    try:
-        info = game_info(bot.env)
-    except CurriculumError as exc:
-        raise EvaluationError(f"{path}: its game does not build ({exc})") from None
-    check_masks(bot, info, path)
-    if not plays_game_spaces(bot, info):
-        raise EvaluationError(
-            f"{path}: the bot's spaces are not those of its game {bot.env.id!r} as it builds "
-            "now; retrain the bot or restore the game's version"
-        )
+    info = candidate_game(bot, path)
     drawn = bot.env.model_copy(update={"kwargs": {**bot.env.kwargs, "render_mode": RENDER_MODE}})
     try:
         table = GameTable(drawn, info, 1, GAME_MAX_MOVES)
-    except CurriculumError:  # it built without render_mode (game_info above): that is why
+    except CurriculumError:  # it built without render_mode (candidate_game): that is why
         raise EvaluationError(
             f"{what} has no rgb_array render (its factory refuses "
             f"render_mode={RENDER_MODE!r}); replay draws games that render frames"
