@@ -299,6 +299,19 @@ class Search:
         self.table[key] = _Entry(best, bound, depth, reach, resolved)
         return best, reach, resolved
 
+    def best_moves(self, game: Any) -> list[int]:
+        """Every move of the best value for the player to move in ``game`` (left as it
+        is), each searched with the full window: the moves ``choose`` picks among, as a
+        teacher's labels (bench/bench_connect4_clone.py)."""
+        root = bare_game(game) if self.plain else game
+        memo = shared_parts(root)
+        frozen = freeze(root, memo)
+        moves = legal_moves(root, self.info)
+        window = (-np.inf, np.inf)
+        values = [self._value(root, frozen, m, self.depth, window, memo, False)[0] for m in moves]
+        top = max(values, default=0.0)
+        return [m for m, v in zip(moves, values, strict=True) if v >= top]
+
     def choose(self, game: Any, rng: np.random.Generator) -> int:
         """A best move for the player to move in ``game`` (left as it is). The moves are
         tried in a random order and the first of the best value is kept: each of the best

@@ -43,6 +43,18 @@ def test_search_takes_a_win_in_one_and_blocks_a_loss_in_one() -> None:
     assert len({Search(info, 1).choose(threat, rng) for rng in rngs}) > 1  # blind at 1
 
 
+def test_best_moves_are_every_move_choose_picks_among() -> None:
+    info = game_info(CONNECT_FOUR)
+    won = position([3, 3, 2, 2, 1, 1])
+    assert Search(info, 2).best_moves(won) == [0, 4]  # either win
+    threat = position([0, 3, 6, 3, 6, 3])
+    assert Search(info, 2).best_moves(threat) == [3]  # the one block
+    assert Search(info, 1).best_moves(threat) == list(range(7))  # blind at depth 1
+    before = state_key(threat.unwrapped, {})
+    Search(info, 3).best_moves(threat)
+    assert state_key(threat.unwrapped, {}) == before
+
+
 def test_the_searched_game_is_left_as_it_was() -> None:
     info = game_info(CONNECT_FOUR)
     game = position([3, 3])
