@@ -34,7 +34,6 @@ def evaluate_game_bots(
 ) -> None:
     """Play and record the pairs; print the result in one line (with how often a
     program reference fell back)."""
-    from cosmic_curriculum.bots.external import EXEC_PREFIX, parse_exec
     from cosmic_curriculum.curriculum.game_evaluation import gate_calls
     from cosmic_curriculum.defaults import EVAL_EPISODES, GAME_EVAL_DETERMINISTIC
     from cosmic_curriculum.envs.game_evaluate import evaluate_game
@@ -57,7 +56,7 @@ def evaluate_game_bots(
     with workspace_lock(history_file.parent, lock_wait):
         record = evaluate_game(
             Path(candidate),
-            parse_exec(reference, bot_timeout) if reference.startswith(EXEC_PREFIX) else reference,
+            _player(reference, bot_timeout),
             history_path=history_file,
             episodes=planned,
             seed=seed,
@@ -122,8 +121,14 @@ def replay_env_bot(
             f"replay {candidate}: a game's bot needs REFERENCE, the other player (random, "
             "search:N, a bot file of the game or exec:PROGRAM)"
         )
-    from cosmic_curriculum.bots.external import EXEC_PREFIX, parse_exec
     from cosmic_curriculum.envs.game_replay import render_game_replay
 
-    other = parse_exec(reference, bot_timeout) if reference.startswith(EXEC_PREFIX) else reference
-    return render_game_replay(bot, path, other, drawn, seed=seed)
+    return render_game_replay(bot, path, _player(reference, bot_timeout), drawn, seed=seed)
+
+
+def _player(reference: str, bot_timeout: float) -> Any:
+    """A reference as a game evaluator takes it: ``exec:`` a program's command, else the
+    text (a bot file, ``random`` or ``search:N``)."""
+    from cosmic_curriculum.bots.external import EXEC_PREFIX, parse_exec
+
+    return parse_exec(reference, bot_timeout) if reference.startswith(EXEC_PREFIX) else reference

@@ -299,14 +299,18 @@ class Search:
         self.table[key] = _Entry(best, bound, depth, reach, resolved)
         return best, reach, resolved
 
+    def _root(self, game: Any) -> tuple[Any, dict[int, Any], Frozen, list[int]]:
+        """The game a search starts from (bare when ``plain``), what its copies share, its
+        frozen state and its legal moves."""
+        root = bare_game(game) if self.plain else game
+        memo = shared_parts(root)
+        return root, memo, freeze(root, memo), legal_moves(root, self.info)
+
     def best_moves(self, game: Any) -> list[int]:
         """Every move of the best value for the player to move in ``game`` (left as it
         is), each searched with the full window: the moves ``choose`` picks among, as a
         teacher's labels (bench/bench_connect4_clone.py)."""
-        root = bare_game(game) if self.plain else game
-        memo = shared_parts(root)
-        frozen = freeze(root, memo)
-        moves = legal_moves(root, self.info)
+        root, memo, frozen, moves = self._root(game)
         window = (-np.inf, np.inf)
         values = [self._value(root, frozen, m, self.depth, window, memo, False)[0] for m in moves]
         top = max(values, default=0.0)
@@ -316,10 +320,7 @@ class Search:
         """A best move for the player to move in ``game`` (left as it is). The moves are
         tried in a random order and the first of the best value is kept: each of the best
         moves is equally likely."""
-        root = bare_game(game) if self.plain else game
-        memo = shared_parts(root)
-        frozen = freeze(root, memo)
-        moves = legal_moves(root, self.info)
+        root, memo, frozen, moves = self._root(game)
         order = [moves[i] for i in rng.permutation(len(moves))]
         best, chosen = -np.inf, order[0] if order else 0
         for move in order:
