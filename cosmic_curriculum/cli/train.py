@@ -18,6 +18,8 @@ from cosmic_curriculum.defaults import (
     ENV_N_ENVS,
     ENV_SUBPROC_STEP_SECONDS,
     ENV_VEC_ENV,
+    GAME_CLONE_EPOCHS,
+    GAME_CLONE_POSITIONS,
     GAME_LEAGUE_BOT_SHARE,
     GAME_MOVE_CAP,
     GAME_OPPONENT_MODE,
@@ -237,6 +239,25 @@ def train_env_command(
             help=f"Moves after which a game is truncated (a draw). Default: {GAME_MOVE_CAP}."
         ),
     ] = None,
+    clone_teacher: Annotated[
+        str | None,
+        typer.Option(
+            help="A pettingzoo game's teacher whose moves the policy learns before its first "
+            "rollout (a fresh or warm start, not a continuation): search:N or an env bot "
+            "file of the game. Positions from the teacher's own games, some moves at "
+            "random; docs/GAMES.md."
+        ),
+    ] = None,
+    clone_positions: Annotated[
+        int | None,
+        typer.Option(
+            help=f"Positions the --clone-teacher labels. Default: {GAME_CLONE_POSITIONS}."
+        ),
+    ] = None,
+    clone_epochs: Annotated[
+        int | None,
+        typer.Option(help=f"Passes over those positions. Default: {GAME_CLONE_EPOCHS}."),
+    ] = None,
 ) -> None:
     """Train a Gymnasium stage's bot with stable-baselines3, or a pettingzoo game's with
     self-play against a league; export bots/EXPERIMENT.json."""
@@ -254,6 +275,9 @@ def train_env_command(
             tuple(league_bot or ()),
             league_bot_share,
             move_cap,
+            clone_teacher,
+            clone_positions,
+            clone_epochs,
         )
         settings = parse_settings(
             experiment,

@@ -8,6 +8,8 @@ follows train-env's contract (docs/ENVIRONMENTS.md): ``--timesteps`` is the tota
 checkpoint warm-starts (a fresh league); ``@progress`` lines; SIGINT/SIGTERM/SIGUSR1 save
 a step checkpoint and its league and exit 128 + the signal. It leaves ``final.zip`` (with
 ``final.league.json``) and ``bots/EXP.json``, a masked env bot.
+With ``--clone-teacher`` the policy first learns a teacher's moves (``game_clone.py``) on
+a fresh or warm start; a continuation's policy learned them before.
 """
 
 from __future__ import annotations
@@ -242,6 +244,7 @@ def train_game(settings: GameTrainSettings) -> int:
     assert bot.provenance is not None
     bot.provenance["resumed_from"] = None if resume is None else layout.rel(resume)
     bot.provenance["opponent_mode"] = settings.mode
+    bot.provenance["clone_teacher"] = None if settings.clone is None else settings.clone.teacher
     save_env_bot(bot, layout.bot(base.experiment))
     if not bot.action_mask:  # a masked bot has no twin (it would play illegal moves)
         write_twin_or_warn(layout.bot(base.experiment))  # bots/EXPERIMENT.onnx
@@ -273,9 +276,21 @@ def _train(
         raise ConfigError(f"the trained bot could not be saved: {exc}; change --policy") from None
     done = int(model.num_timesteps) if continued else 0
     left = max(0, base.timesteps - done)
+    clone = settings.clone
+    if clone is not None and not continued:  # a continuation's policy learned it before
+        from cosmic_curriculum.train.game_clone import clone_teacher
+
+        at = (layout.root, base.seed, settings.move_cap)
+        if not clone_teacher(model, base.env, info, clone, at, stop):
+            assert stop.signum is not None
+            name = signal.Signals(stop.signum).name
+            print(f"{name} while cloning: nothing saved; a rerun clones again", flush=True)
+            return 128 + stop.signum, model
     if not continued and settings.rule.pool_size:
         league.snapshot(masked_bot(model, settings, info), 0)  # the pool's first opponent
     how = "continuing" if continued else ("warm start" if resume else "fresh")
+    if clone is not None and not continued:
+        how += f", cloned {clone.teacher}"
     print(
         f"train-env {base.experiment}: {base.algo} {policy} on {base.env.id}, "
         f"{base.n_envs} seats {where}, opponents {settings.mode}, {how}, {left} of "

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cosmic_curriculum.defaults import (
+    GAME_CLONE_EPOCHS,
+    GAME_CLONE_POSITIONS,
     GAME_LEAGUE_BOT_SHARE,
     GAME_MOVE_CAP,
     GAME_OPPONENT_MODE,
@@ -14,6 +16,7 @@ from cosmic_curriculum.defaults import (
     GAME_SAMPLING,
     GAME_SNAPSHOT_EVERY_TIMESTEPS,
 )
+from cosmic_curriculum.envs.game_players import BUILTIN_PREFIX, RANDOM
 from cosmic_curriculum.errors import ConfigError
 from cosmic_curriculum.train.env_run import EnvTrainSettings
 from cosmic_curriculum.train.league import (
@@ -39,6 +42,9 @@ class LeagueOptions:
     league_bots: tuple[str, ...] = ()
     bot_share: float | None = None
     move_cap: int | None = None
+    clone_teacher: str | None = None
+    clone_positions: int | None = None
+    clone_epochs: int | None = None
 
     def given(self) -> str | None:
         """The first option set on the command line (for kinds that take none)."""
@@ -51,8 +57,20 @@ class LeagueOptions:
             "--league-bot": self.league_bots or None,
             "--league-bot-share": self.bot_share,
             "--move-cap": self.move_cap,
+            "--clone-teacher": self.clone_teacher,
+            "--clone-positions": self.clone_positions,
+            "--clone-epochs": self.clone_epochs,
         }
         return next((k for k, v in names.items() if v is not None), None)
+
+
+@dataclass(frozen=True)
+class CloneSettings:
+    """``--clone-teacher``: the teacher's moves learned before the first rollout."""
+
+    teacher: str  # search:N or a bot file of the game
+    positions: int
+    epochs: int
 
 
 @dataclass(frozen=True)
@@ -62,6 +80,7 @@ class GameTrainSettings:
     mode: str  # random | self_play | pool | bot
     snapshot_every: int
     move_cap: int
+    clone: CloneSettings | None = None
 
 
 def league_rule(options: LeagueOptions) -> tuple[str, LeagueRule]:
@@ -118,4 +137,32 @@ def league_settings(base: EnvTrainSettings, options: LeagueOptions) -> GameTrain
     cap = GAME_MOVE_CAP if options.move_cap is None else options.move_cap
     if cap < 1:
         raise ConfigError(f"--move-cap {cap}: must be >= 1 move")
-    return GameTrainSettings(base, rule, mode, every, cap)
+    return GameTrainSettings(base, rule, mode, every, cap, clone_settings(options))
+
+
+def clone_settings(options: LeagueOptions) -> CloneSettings | None:
+    """``--clone-*`` checked (a teacher's file is the trainer's to find), or None."""
+    teacher = options.clone_teacher
+    if teacher is None:
+        for name, value in (
+            ("--clone-positions", options.clone_positions),
+            ("--clone-epochs", options.clone_epochs),
+        ):
+            if value is not None:
+                raise ConfigError(
+                    f"{name} {value}: it sizes --clone-teacher's lesson; name the teacher"
+                )
+        return None
+    spelled = teacher.strip().removeprefix(BUILTIN_PREFIX)
+    if not spelled or spelled == RANDOM or spelled.startswith("exec:"):
+        raise ConfigError(
+            f"--clone-teacher {teacher!r}: name search:N or a bot file of this game, e.g. "
+            "search:2 (random teaches nothing; a program plays only in evaluate)"
+        )
+    positions = GAME_CLONE_POSITIONS if options.clone_positions is None else options.clone_positions
+    if positions < 1:
+        raise ConfigError(f"--clone-positions {positions}: must be >= 1")
+    epochs = GAME_CLONE_EPOCHS if options.clone_epochs is None else options.clone_epochs
+    if epochs < 1:
+        raise ConfigError(f"--clone-epochs {epochs}: must be >= 1")
+    return CloneSettings(teacher, positions, epochs)

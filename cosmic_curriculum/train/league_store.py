@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cosmic_curriculum.envs.game_players import builtin_name, game_player
+from cosmic_curriculum.envs.game_players import RANDOM, builtin_name, game_player, search_depth
 from cosmic_curriculum.envs.pettingzoo import GameInfo
 from cosmic_curriculum.envs.policy import EnvBot, load_env_bot, save_env_bot
 from cosmic_curriculum.errors import (
@@ -45,7 +45,13 @@ def bot_player(
     """The fixed bot ``text`` names (``random``, ``search:N`` or an env bot file of this
     game, relative to the workspace); one line naming ``option`` when it is not one.
     ``wrapped``: the spec has wrappers of its own (a search then steps through them)."""
-    if builtin_name(text) is None and not Path(text).is_absolute():
+    name = builtin_name(text)
+    if name is not None and name != RANDOM:
+        try:  # named once, by the option: "--league-bot 'search:99': the depth must be..."
+            search_depth(name, option)
+        except CurriculumError as exc:
+            raise ConfigError(str(exc)) from None
+    if name is None and not Path(text).is_absolute():
         if not (root / text).is_file():
             raise ConfigError(
                 f"{option} {text!r}: not random, search:N nor a bot file (no file "
