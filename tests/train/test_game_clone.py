@@ -95,7 +95,11 @@ def _model(ws: Path) -> Any:
 def test_a_search_is_learned_the_same_from_the_same_seed(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    clone = {"clone_teacher": "search:2", "clone_positions": 6000, "clone_epochs": 20}
+    clone: dict[str, Any] = {
+        "clone_teacher": "search:2",
+        "clone_positions": 6000,
+        "clone_epochs": 20,
+    }
     for name in ("plain", "a", "b"):
         assert train_game(settings(tmp_path / name, 64, **({} if name == "plain" else clone))) == 0
     out = capsys.readouterr().out
@@ -125,7 +129,11 @@ def test_a_dict_game_without_masks_is_taught_perfect_play_then_passes_it_on(
     # take one or two of seven stones, the last wins: leaving a multiple of three wins,
     # and search:7 sees every game to its end
     def teach(ws: Path, teacher: str) -> Any:
-        lesson = {"clone_teacher": teacher, "clone_positions": 1500, "clone_epochs": 30}
+        lesson: dict[str, Any] = {
+            "clone_teacher": teacher,
+            "clone_positions": 1500,
+            "clone_epochs": 30,
+        }
         assert train_game(settings(ws, 16, "PPO", DICT_GAME, **lesson)) == 0
         return load_env_bot(ws / "bots" / "g.json")
 
@@ -151,7 +159,7 @@ def test_a_dict_game_without_masks_is_taught_perfect_play_then_passes_it_on(
 def test_a_continuation_is_not_taught_again(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    clone = {"clone_teacher": "search:1", "clone_positions": 200, "clone_epochs": 1}
+    clone: dict[str, Any] = {"clone_teacher": "search:1", "clone_positions": 200, "clone_epochs": 1}
     assert train_game(settings(tmp_path, 64, **clone)) == 0
     capsys.readouterr()
     final = tmp_path / "checkpoints" / "g" / "final.zip"
