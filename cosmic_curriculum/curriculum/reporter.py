@@ -138,12 +138,13 @@ class ConsoleReporter(Reporter):
             return
         fps = progress.get("fps")
         reward = progress.get("reward")
+        rate = progress.get("phase") or (f"{fps:,.0f} steps/s" if fps is not None else "")
         try:
             self._progress.update(
                 task,
                 completed=progress["timesteps"],
                 total=progress.get("total") or None,
-                rate=f"{fps:,.0f} steps/s" if fps is not None else "",
+                rate=rate,
                 reward=f"reward {signed(reward, 3)}" if reward is not None else "",
             )
         except (OSError, ValueError):

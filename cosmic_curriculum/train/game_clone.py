@@ -144,7 +144,7 @@ def label(
                 moves += 1
             if time.monotonic() - said >= GAME_CLONE_REPORT_SECONDS:
                 said = time.monotonic()
-                say(f"{len(seen)} of {clone.positions} positions labelled")
+                say(f"{len(seen):,} of {clone.positions:,} positions labelled")
     finally:
         game.close()
     return Lesson(_stack(seen), None if not info.masked else np.stack(masks), np.stack(targets))
@@ -217,18 +217,15 @@ def clone_teacher(
     clone: CloneSettings,
     where: tuple[Path, int, int],
     stop: StopFlag,
+    say: Say,
 ) -> bool:
-    """``model``'s policy taught ``clone.teacher``'s moves, each phase's lines printed;
+    """``model``'s policy taught ``clone.teacher``'s moves, each phase told to ``say``;
     False: a stop signal ended it (nothing kept)."""
     started = time.monotonic()
-
-    def say(text: str) -> None:
-        print(f"clone {clone.teacher}: {text}", flush=True)
-
     lesson = label(spec, info, clone, where, stop, say)
     if lesson is None:
         return False
-    say(f"{len(lesson.targets)} positions labelled in {time.monotonic() - started:.0f} s")
+    say(f"{len(lesson.targets):,} positions labelled in {time.monotonic() - started:.0f} s")
     if not fit(model, lesson, clone.epochs, where[1], stop, say):
         return False
     share = agreement(model, lesson)

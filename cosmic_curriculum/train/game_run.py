@@ -280,8 +280,13 @@ def _train(
     if clone is not None and not continued:  # a continuation's policy learned it before
         from cosmic_curriculum.train.game_clone import clone_teacher
 
+        def say(text: str) -> None:  # the log's line, and the run's progress bar
+            print(f"clone {clone.teacher}: {text}", flush=True)
+            phase = f"cloning {clone.teacher}: {text}"
+            print(format_progress(timesteps=0, total=base.timesteps, phase=phase), flush=True)
+
         at = (layout.root, base.seed, settings.move_cap)
-        if not clone_teacher(model, base.env, info, clone, at, stop):
+        if not clone_teacher(model, base.env, info, clone, at, stop, say):
             assert stop.signum is not None
             name = signal.Signals(stop.signum).name
             print(f"{name} while cloning: nothing saved; a rerun clones again", flush=True)

@@ -157,6 +157,8 @@ def progress_text(progress: dict[str, Any]) -> str:
     text = f"{done:,}/{total:,} steps"
     if total > 0:
         text += f" ({done / total:.0%})"
+    if progress.get("phase"):
+        text += f", {progress['phase']}"
     if progress.get("fps"):
         text += f", {progress['fps']:,.0f} steps/s"
     eta = progress.get("eta_seconds", eta_seconds(progress))

@@ -31,6 +31,8 @@ def _options(flags: list[str]) -> LeagueOptions:
         weighting=one.get("--pfsp-weighting"),
         league_bots=tuple(values.get("--league-bot", [])),
         bot_share=float(one["--league-bot-share"]) if "--league-bot-share" in one else None,
+        clone_teacher=one.get("--clone-teacher"),
+        clone_positions=int(one["--clone-positions"]) if "--clone-positions" in one else None,
     )
 
 
@@ -48,7 +50,7 @@ def test_init_connect4_is_a_builtin_pettingzoo_workspace(tmp_path: Path) -> None
     assert config.stage_reference(0) is not None  # random; later: the previous stage's bot
     assert [config.stage_reference(i) for i in (1, 2)] == [None, None]
     assert sum(config.stage_timesteps(i) for i in range(3)) == 600_000
-    modes = []
+    modes, clones = [], []
     for i, stage in enumerate(config.stages):
         trainer = stage_trainer(config, i, ws).argv()
         assert trainer[:2] == ["--algo", "MaskablePPO"]
@@ -64,7 +66,10 @@ def test_init_connect4_is_a_builtin_pettingzoo_workspace(tmp_path: Path) -> None
         )
         settings = league_settings(base, _options(list(stage.flags)))
         modes.append(settings.mode)
+        clones.append(settings.clone)
     assert modes == ["random", "self_play", "pool"]
+    assert clones[0] is not None and clones[0].teacher == "search:2"  # stage 1 learns it
+    assert clones[1:] == [None, None]  # later stages warm-start from the cloned bot
     assert settings.rule.sampling == "pfsp" and settings.rule.bot_share == 0.6
     # the league mixes in the searches, which the yardstick measures against
     assert settings.rule.bots == ("search:2", "search:1")
@@ -93,6 +98,10 @@ def test_the_preset_runs_end_to_end_on_a_tiny_budget(tmp_path: Path) -> None:
     ws = tmp_path / "ws"
     made = cli(tmp_path, "init", "--preset", "connect4", str(ws))
     assert made.returncode == 0, made.stdout + made.stderr
+    stages = ws / "stages.toml"  # a short lesson too: 40,000 positions take a minute
+    taught = '"--clone-teacher", "search:2"'
+    assert taught in stages.read_text()
+    stages.write_text(stages.read_text().replace(taught, f'{taught}, "--clone-positions", "2000"'))
     done = cli(ws, "run", "--no-push", "--timesteps", "2048", timeout=900)
     out = done.stdout + done.stderr
     assert "Traceback" not in out

@@ -103,8 +103,10 @@ def test_a_search_is_learned_the_same_from_the_same_seed(
     for name in ("plain", "a", "b"):
         assert train_game(settings(tmp_path / name, 64, **({} if name == "plain" else clone))) == 0
     out = capsys.readouterr().out
-    assert "clone search:2: 6000 positions labelled in" in out
+    assert "clone search:2: 6,000 positions labelled in" in out
     assert "clone search:2: epoch 20 of 20, cross-entropy" in out
+    # the run's progress bar shows the lesson: timestep 0 of the total, with its phase
+    assert '@progress {"timesteps":0,"total":64,"phase":"cloning search:2: epoch 20 of 20' in out
     assert "opponents self_play, fresh, cloned search:2, 64 of 64 timesteps" in out
     # the same seed, the same lesson and the same policy
     a, b = (load_env_bot(tmp_path / n / "bots" / "g.json") for n in ("a", "b"))
@@ -202,7 +204,7 @@ def test_a_stop_while_cloning_saves_nothing(tmp_path: Path) -> None:
             lines.append(proc.stdout.readline())
             if "positions labelled" in lines[-1] or not lines[-1]:
                 break
-        assert "of 10000000 positions labelled" in lines[-1], lines
+        assert "of 10,000,000 positions labelled" in lines[-1], lines
         proc.send_signal(signal.SIGTERM)
         rest, _ = proc.communicate(timeout=60)
     finally:
