@@ -6,7 +6,7 @@ A trainer prints one line per update::
 
 ``timesteps`` and ``total`` are required integers; ``fps``, ``reward`` (mean episode
 return of recent episodes) and ``win_rate`` (recent episodes the learner won) are optional
-numbers; ``phase`` (optional text) says what a trainer does before or between its
+numbers; ``activity`` (optional text) says what a trainer does before or between its
 timesteps, e.g. ``"cloning search:2: 12,000 of 40,000 positions labelled"``. Any other
 line is ordinary log output. A user's own trainer only has to print
 these lines (flushed) to get the orchestrator's progress bar and the learning curves.
@@ -22,19 +22,19 @@ from cosmic_curriculum.system.fsio import loads
 
 PROGRESS_PREFIX = "@progress "
 _OPTIONAL = ("fps", "reward", "win_rate")
-PHASE_MAX = 160  # characters of a phase kept (one terminal line)
+ACTIVITY_MAX = 160  # characters of an activity kept (one terminal line)
 
 
 def format_progress(
-    *, timesteps: int, total: int, phase: str | None = None, **fields: float | None
+    *, timesteps: int, total: int, activity: str | None = None, **fields: float | None
 ) -> str:
     """One progress line (without newline). Non-finite or missing values are dropped."""
     payload: dict[str, Any] = {"timesteps": int(timesteps), "total": int(total)}
     for key, value in fields.items():
         if value is not None and math.isfinite(float(value)):
             payload[key] = round(float(value), 6)
-    if phase:
-        payload["phase"] = phase
+    if activity:
+        payload["activity"] = activity
     return PROGRESS_PREFIX + json.dumps(payload, separators=(",", ":"))
 
 
@@ -68,10 +68,10 @@ def check_progress(payload: Any) -> dict[str, Any]:
         value = payload.get(key)
         if isinstance(value, int | float) and not isinstance(value, bool):
             result[key] = float(value)
-    phase = payload.get("phase")
-    if isinstance(phase, str):
+    activity = payload.get("activity")
+    if isinstance(activity, str):
         # printed to the terminal: no escape sequences or line breaks from a trainer
-        shown = "".join(c for c in phase if c.isprintable()).strip()[:PHASE_MAX]
+        shown = "".join(c for c in activity if c.isprintable()).strip()[:ACTIVITY_MAX]
         if shown:
-            result["phase"] = shown
+            result["activity"] = shown
     return result

@@ -23,7 +23,13 @@ from cosmic_curriculum.curriculum.reporter import ConsoleReporter
 from cosmic_curriculum.launchers.tmux import TMUX_SOCKET_ENV
 from cosmic_curriculum.status.facts import decision_interval
 from cosmic_curriculum.workspace.layout import LOCK_FILE
-from cosmic_curriculum.workspace.live import eta_seconds, format_duration, lock_holder
+from cosmic_curriculum.workspace.live import (
+    eta_seconds,
+    format_duration,
+    live_run,
+    lock_holder,
+    progress_text,
+)
 from cosmic_curriculum.workspace.lock import WorkspaceLock
 from cosmic_curriculum.workspace.state import Attempt
 
@@ -55,6 +61,26 @@ def test_a_lock_file_proves_a_live_run_only_while_its_pid_holds_it(tmp_path: Pat
     assert lock_holder(ws) is None
     (ws / LOCK_FILE).write_text("{not json")
     assert lock_holder(ws) is None
+
+
+@pytest.mark.parametrize(
+    ("phase", "progress", "expected"),
+    [
+        ("training", {"timesteps": 0, "total": 9, "activity": "cloning search:2: epoch 1"},
+         "cloning search:2: epoch 1"),
+        ("training", {"timesteps": 5, "total": 9}, None),
+        ("evaluating", {"timesteps": 0, "total": 9, "activity": "cloning"}, None),
+    ],
+)  # fmt: skip
+def test_a_live_training_says_what_its_trainer_does_before_its_timesteps(
+    tmp_path: Path, phase: str, progress: dict[str, Any], expected: str | None
+) -> None:
+    ws = make_workspace(tmp_path / "ws", git_repo=False)
+    with WorkspaceLock(ws):
+        live = live_run(ws, {"phase": phase, "last_progress": progress})
+    assert live is not None and live["activity"] == expected
+    if expected is not None:
+        assert progress_text(live) == f"0/9 steps (0%), {expected}"
 
 
 def test_eta_and_durations() -> None:

@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from cosmic_curriculum.progress import PHASE_MAX, format_progress, parse_progress_line
+from cosmic_curriculum.progress import ACTIVITY_MAX, format_progress, parse_progress_line
 from cosmic_curriculum.workspace.live import progress_text
 
 
@@ -33,7 +33,7 @@ def test_ignores_unknown_and_bad_optional_fields() -> None:
 
 
 @pytest.mark.parametrize(
-    ("phase", "kept"),
+    ("activity", "kept"),
     [
         (
             "cloning search:2: 12,000 of 40,000 positions labelled",
@@ -43,7 +43,7 @@ def test_ignores_unknown_and_bad_optional_fields() -> None:
             "  labelling \x1b[2J\x1b[31mred\x1b[0m\nnext line\r  ",
             "labelling [2J[31mred[0mnext line",
         ),
-        ("x" * 500, "x" * PHASE_MAX),
+        ("x" * 500, "x" * ACTIVITY_MAX),
         ("", None),
         (" \n\t", None),
         (3, None),
@@ -51,18 +51,18 @@ def test_ignores_unknown_and_bad_optional_fields() -> None:
         (["cloning"], None),
     ],
 )
-def test_a_phase_is_one_printable_line_or_left_out(phase: Any, kept: str | None) -> None:
-    """A trainer's phase reaches the terminal: no escape sequences, no line breaks."""
-    payload = {"timesteps": 0, "total": 9, "phase": phase}
+def test_an_activity_is_one_printable_line_or_left_out(activity: Any, kept: str | None) -> None:
+    """A trainer's activity reaches the terminal: no escape sequences, no line breaks."""
+    payload = {"timesteps": 0, "total": 9, "activity": activity}
     got = parse_progress_line(f"@progress {json.dumps(payload)}")
-    assert got is not None and got.get("phase") == kept
+    assert got is not None and got.get("activity") == kept
     if kept is not None:
         assert "\x1b" not in progress_text(got) and "\n" not in progress_text(got)
         assert progress_text(got) == f"0/9 steps (0%), {kept}"
 
 
-def test_format_progress_writes_a_phase() -> None:
-    line = format_progress(timesteps=0, total=5, phase="cloning search:2: epoch 1 of 15")
+def test_format_progress_writes_an_activity() -> None:
+    line = format_progress(timesteps=0, total=5, activity="cloning search:2: epoch 1 of 15")
     assert parse_progress_line(line) == {
-        "timesteps": 0, "total": 5, "phase": "cloning search:2: epoch 1 of 15"
+        "timesteps": 0, "total": 5, "activity": "cloning search:2: epoch 1 of 15"
     }  # fmt: skip

@@ -138,7 +138,7 @@ class ConsoleReporter(Reporter):
             return
         fps = progress.get("fps")
         reward = progress.get("reward")
-        rate = progress.get("phase") or (f"{fps:,.0f} steps/s" if fps is not None else "")
+        rate = progress.get("activity") or (f"{fps:,.0f} steps/s" if fps is not None else "")
         try:
             self._progress.update(
                 task,

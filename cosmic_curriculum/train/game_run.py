@@ -282,8 +282,8 @@ def _train(
 
         def say(text: str) -> None:  # the log's line, and the run's progress bar
             print(f"clone {clone.teacher}: {text}", flush=True)
-            phase = f"cloning {clone.teacher}: {text}"
-            print(format_progress(timesteps=0, total=base.timesteps, phase=phase), flush=True)
+            doing = f"cloning {clone.teacher}: {text}"
+            print(format_progress(timesteps=0, total=base.timesteps, activity=doing), flush=True)
 
         at = (layout.root, base.seed, settings.move_cap)
         if not clone_teacher(model, base.env, info, clone, at, stop, say):

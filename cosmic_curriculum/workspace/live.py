@@ -110,7 +110,7 @@ def eta_seconds(progress: dict[str, Any] | None) -> float | None:
 
 def live_run(workspace: Path, in_flight: dict[str, Any] | None) -> dict[str, Any] | None:
     """What `status` says about a live run: {pid, since, phase, timesteps, total, fps,
-    eta_seconds} (the numbers from the training's last progress line; None when absent)."""
+    eta_seconds, activity} (from the training's last progress line; None when absent)."""
     holder = lock_holder(workspace)
     if holder is None:
         return None
@@ -124,6 +124,7 @@ def live_run(workspace: Path, in_flight: dict[str, Any] | None) -> dict[str, Any
         "total": progress.get("total") if progress else None,
         "fps": progress.get("fps") if progress else None,
         "eta_seconds": eta_seconds(progress),
+        "activity": progress.get("activity") if progress else None,
     }
 
 
@@ -157,8 +158,8 @@ def progress_text(progress: dict[str, Any]) -> str:
     text = f"{done:,}/{total:,} steps"
     if total > 0:
         text += f" ({done / total:.0%})"
-    if progress.get("phase"):
-        text += f", {progress['phase']}"
+    if progress.get("activity"):
+        text += f", {progress['activity']}"
     if progress.get("fps"):
         text += f", {progress['fps']:,.0f} steps/s"
     eta = progress.get("eta_seconds", eta_seconds(progress))

@@ -49,7 +49,7 @@ def test_init_connect4_is_a_builtin_pettingzoo_workspace(tmp_path: Path) -> None
     assert {config.stage_env(i).id for i in range(3)} == {"pettingzoo.classic.connect_four_v3"}
     assert config.stage_reference(0) is not None  # random; later: the previous stage's bot
     assert [config.stage_reference(i) for i in (1, 2)] == [None, None]
-    assert sum(config.stage_timesteps(i) for i in range(3)) == 600_000
+    assert sum(config.stage_timesteps(i) for i in range(3)) == 200_000
     modes, clones = [], []
     for i, stage in enumerate(config.stages):
         trainer = stage_trainer(config, i, ws).argv()

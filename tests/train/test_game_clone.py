@@ -105,8 +105,8 @@ def test_a_search_is_learned_the_same_from_the_same_seed(
     out = capsys.readouterr().out
     assert "clone search:2: 6,000 positions labelled in" in out
     assert "clone search:2: epoch 20 of 20, cross-entropy" in out
-    # the run's progress bar shows the lesson: timestep 0 of the total, with its phase
-    assert '@progress {"timesteps":0,"total":64,"phase":"cloning search:2: epoch 20 of 20' in out
+    # the run's progress bar shows the lesson: timestep 0 of the total, with its activity
+    assert '@progress {"timesteps":0,"total":64,"activity":"cloning search:2: epoch 20 of 20' in out
     assert "opponents self_play, fresh, cloned search:2, 64 of 64 timesteps" in out
     # the same seed, the same lesson and the same policy
     a, b = (load_env_bot(tmp_path / n / "bots" / "g.json") for n in ("a", "b"))
