@@ -144,13 +144,11 @@ GAME_PFSP_WEIGHTING: Final = "hard"
 GAME_LEAGUE_BOT_SHARE: Final = 0.2
 # Moves (both seats) after which a game is truncated (a draw in the league's table).
 GAME_MOVE_CAP: Final = 10_000
-# Cloning a teacher before the first rollout (`--clone-teacher`, train/game_clone.py):
-# positions labelled (40,000 of search:2's on connect four: about a minute), epochs of
-# cross-entropy over them, and the teacher's games' chance of a random legal move, drawn
-# per game from [0, noise) (positions the teacher alone would never reach). Adam at 1e-3
-# in minibatches of 256, a tenth of the positions held out for the report. On connect
-# four, two 3x3 convolutions learned 0.85 of search:2's critical moves this way, an MLP
-# 0.58 (docs/BENCHMARKS.md, "Cloning search:2 into a convolutional policy").
+# `--clone-teacher` (train/game_clone.py): positions labelled (40,000 of search:2's on
+# connect four: about a minute), epochs of cross-entropy, the teacher's games' chance of
+# a random legal move drawn per game from [0, noise) (positions it would never reach),
+# Adam's rate and minibatch, the share held out for the report. On connect four two 3x3
+# convolutions learned 0.85 of search:2's critical moves so, an MLP 0.58 (BENCHMARKS.md).
 GAME_CLONE_POSITIONS: Final = 40_000
 GAME_CLONE_EPOCHS: Final = 15
 GAME_CLONE_NOISE: Final = 0.6
