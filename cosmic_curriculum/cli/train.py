@@ -242,9 +242,9 @@ def train_env_command(
     clone_teacher: Annotated[
         str | None,
         typer.Option(
-            help="A pettingzoo game's teacher whose moves the policy learns before its first "
-            "rollout (a fresh or warm start, not a continuation): search:N or an env bot "
-            "file of the game. Positions from the teacher's own games, some moves at "
+            help="A pettingzoo game's teacher whose moves a fresh policy learns before its "
+            "first rollout (a --resume keeps its checkpoint's policy): search:N or an env "
+            "bot file of the game. Positions from the teacher's own games, some moves at "
             "random; docs/GAMES.md."
         ),
     ] = None,

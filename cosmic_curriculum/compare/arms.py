@@ -120,14 +120,14 @@ def spent_offsets(timesteps: Sequence[int]) -> list[int]:
 
 
 def _bot_flags(flags: Sequence[str]) -> list[tuple[str, str]]:
-    """(option, bot) of each fixed opponent a stage's flags name: ``--league-bot X`` (or
-    ``=X``) and ``--opponent-mode bot:X``."""
+    """(option, bot) of each bot a stage's flags name: ``--league-bot X`` (or ``=X``),
+    ``--opponent-mode bot:X`` and the lesson's ``--clone-teacher X``."""
     found = []
     for i, flag in enumerate(flags):
         option, _, value = flag.partition("=")
         if not value and i + 1 < len(flags):
             value = flags[i + 1]
-        if option == "--league-bot":
+        if option in ("--league-bot", "--clone-teacher"):
             found.append((option, value))
         elif option == "--opponent-mode" and value.startswith("bot:"):
             found.append((option, value.removeprefix("bot:")))

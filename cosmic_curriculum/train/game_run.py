@@ -8,8 +8,8 @@ follows train-env's contract (docs/ENVIRONMENTS.md): ``--timesteps`` is the tota
 checkpoint warm-starts (a fresh league); ``@progress`` lines; SIGINT/SIGTERM/SIGUSR1 save
 a step checkpoint and its league and exit 128 + the signal. It leaves ``final.zip`` (with
 ``final.league.json``) and ``bots/EXP.json``, a masked env bot.
-With ``--clone-teacher`` the policy first learns a teacher's moves (``game_clone.py``) on
-a fresh or warm start; a continuation's policy learned them before.
+With ``--clone-teacher`` a fresh policy first learns a teacher's moves (``game_clone.py``);
+a warm start or a continuation keeps its checkpoint's policy.
 """
 
 from __future__ import annotations
@@ -277,7 +277,14 @@ def _train(
     done = int(model.num_timesteps) if continued else 0
     left = max(0, base.timesteps - done)
     clone = settings.clone
-    if clone is not None and not continued:  # a continuation's policy learned it before
+    if clone is not None and resume is not None:  # its policy is the checkpoint's to keep
+        kind = "continuation" if continued else "warm start"
+        print(
+            f"note: --clone-teacher {clone.teacher}: not on a {kind}; the lesson is for a "
+            "fresh policy",
+            flush=True,
+        )
+    if clone is not None and resume is None:
         from cosmic_curriculum.train.game_clone import clone_teacher
 
         def say(text: str) -> None:  # the log's line, and the run's progress bar
@@ -294,7 +301,7 @@ def _train(
     if not continued and settings.rule.pool_size:
         league.snapshot(masked_bot(model, settings, info), 0)  # the pool's first opponent
     how = "continuing" if continued else ("warm start" if resume else "fresh")
-    if clone is not None and not continued:
+    if clone is not None and resume is None:
         how += f", cloned {clone.teacher}"
     print(
         f"train-env {base.experiment}: {base.algo} {policy} on {base.env.id}, "

@@ -147,6 +147,15 @@ LEAGUE = ["vs-random", "self-play", "league"]
             ["--league-bot", "bots/curric-s1-vs-random-old.json"],
             "does not train before it",
         ),
+        # A lesson from an earlier stage's bot is the same kind of reference.
+        ("curriculum", ["--clone-teacher", "bots/curric-s2-self-play.json"], None),
+        ("last-stage", ["--clone-teacher", "search:2"], None),
+        (
+            "last-stage",
+            ["--clone-teacher=bots/curric-s2-self-play.json"],
+            "stage 'league' has --clone-teacher bots/curric-s2-self-play.json, a bot that "
+            "arm last-stage does not train before it",
+        ),
     ],
 )
 def test_an_arms_league_names_only_bots_the_arm_trains_first(

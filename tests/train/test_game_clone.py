@@ -6,6 +6,7 @@ second lesson on a continuation, and a stop while cloning saves nothing."""
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import subprocess
 import sys
@@ -158,7 +159,7 @@ def test_a_dict_game_without_masks_is_taught_perfect_play_then_passes_it_on(
 
 
 @pytest.mark.slow
-def test_a_continuation_is_not_taught_again(
+def test_a_resume_keeps_its_checkpoints_policy(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     clone: dict[str, Any] = {"clone_teacher": "search:1", "clone_positions": 200, "clone_epochs": 1}
@@ -167,7 +168,16 @@ def test_a_continuation_is_not_taught_again(
     final = tmp_path / "checkpoints" / "g" / "final.zip"
     assert train_game(settings(tmp_path, 128, resume=final, **clone)) == 0
     out = capsys.readouterr().out
-    assert "clone search:1" not in out and "continuing, 64 of 128 timesteps" in out
+    assert "clone search:1:" not in out and "continuing, 64 of 128 timesteps" in out
+    assert "note: --clone-teacher search:1: not on a continuation" in out
+    # a warm start (as a curriculum's later stage) builds on its checkpoint: no lesson
+    (tmp_path / "checkpoints" / "first").mkdir()
+    shutil.copy(final, tmp_path / "checkpoints" / "first" / "final.zip")
+    warm = tmp_path / "checkpoints" / "first" / "final.zip"
+    assert train_game(settings(tmp_path, 64, resume=warm, **clone)) == 0
+    out = capsys.readouterr().out
+    assert "clone search:1:" not in out and "warm start, 64 of 64 timesteps" in out
+    assert "note: --clone-teacher search:1: not on a warm start; the lesson is for a fresh" in out
 
 
 @pytest.mark.parametrize(
