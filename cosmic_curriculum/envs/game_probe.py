@@ -103,13 +103,16 @@ def search_sees(
     return tuple(k for k in (CHANCE, HIDDEN_MOVES) if k in found)
 
 
-def search_note(label: str, seen: tuple[str, ...]) -> str | None:
-    """The line that says ``label`` (a search) cheats in this game, and why; None if not."""
+def search_note(label: str, seen: tuple[str, ...], teacher: bool = False) -> str | None:
+    """The line that says ``label`` (a search) cheats in this game, and why; None if not.
+    ``teacher``: the search teaches a lesson (``--clone-teacher``), not an opponent."""
     if not seen:
         return None
     why = "; ".join(_WHY[k] for k in seen)
-    return (
-        f"{label} sees more than a player of this game ({why}): a hard opponent to train "
-        "against, not a yardstick of fair play; compare bots with random, a bot file or "
-        "a program instead"
+    use = (
+        "its moves rest on what the learner cannot see, a lesson it can learn only in part"
+        if teacher
+        else "a hard opponent to train against, not a yardstick of fair play; compare bots "
+        "with random, a bot file or a program instead"
     )
+    return f"{label} sees more than a player of this game ({why}): {use}"

@@ -287,6 +287,12 @@ def _train(
     if clone is not None and resume is None:
         from cosmic_curriculum.train.game_clone import clone_teacher
 
+        if (builtin_name(clone.teacher) or "").startswith("search:"):
+            seen = search_sees(base.env, info)
+            note = search_note(f"--clone-teacher {clone.teacher}", seen, teacher=True)
+            if note is not None:
+                print(f"note: {note}", flush=True)
+
         def say(text: str) -> None:  # the log's line, and the run's progress bar
             print(f"clone {clone.teacher}: {text}", flush=True)
             doing = f"cloning {clone.teacher}: {text}"

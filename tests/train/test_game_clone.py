@@ -25,7 +25,7 @@ from cosmic_curriculum.train.game_run import train_game
 from cosmic_curriculum.train.league_settings import CloneSettings, LeagueOptions, clone_settings
 from cosmic_curriculum.train.stopping import StopFlag
 from cosmic_curriculum.workspace.env_config import EnvSpec
-from tests.train.test_game_trainer import SMALL, TICTACTOE, settings
+from tests.train.test_game_trainer import RPS, SMALL, TICTACTOE, settings
 
 pytest.importorskip("sb3_contrib")
 pytest.importorskip("pettingzoo")
@@ -178,6 +178,19 @@ def test_a_resume_keeps_its_checkpoints_policy(
     out = capsys.readouterr().out
     assert "clone search:1:" not in out and "warm start, 64 of 64 timesteps" in out
     assert "note: --clone-teacher search:1: not on a warm start; the lesson is for a fresh" in out
+
+
+@pytest.mark.slow
+def test_a_search_that_sees_hidden_moves_teaches_with_a_note(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # rock-paper-scissors: the second seat's search reads the first seat's move from the
+    # state; the game has no masks and a plain Box observation (PPO)
+    lesson: dict[str, Any] = {"clone_teacher": "search:1", "clone_positions": 60, "clone_epochs": 1}
+    assert train_game(settings(tmp_path, 16, "PPO", RPS, **lesson)) == 0
+    out = capsys.readouterr().out
+    assert "note: --clone-teacher search:1 sees more than a player of this game (one seat's" in out
+    assert "a lesson it can learn only in part" in out and "clone search:1: done in" in out
 
 
 @pytest.mark.parametrize(
