@@ -41,6 +41,7 @@ from cosmic_curriculum.defaults import (
 )
 from cosmic_curriculum.envs.game_search import SearchPlayer
 from cosmic_curriculum.envs.pettingzoo import GameInfo, game_over, make_game, split_observation
+from cosmic_curriculum.errors import TrainerError
 from cosmic_curriculum.train.game_env import Player
 from cosmic_curriculum.train.league_settings import CloneSettings
 from cosmic_curriculum.train.league_store import bot_player
@@ -95,16 +96,25 @@ def _batch(obs: Any) -> Any:
 
 class _Teacher:
     """The teacher's moves in a position: a search's every best move, else the bot's
-    greedy move."""
+    greedy move; an illegal one is the teacher's fault, in one line."""
 
-    def __init__(self, player: Player) -> None:
-        self.player = player
+    def __init__(self, player: Player, name: str, game_id: str) -> None:
+        self.player, self.name, self.game_id = player, name, game_id
 
     def moves(self, game: Any, obs: Any, mask: NDArray[Any] | None, rng: Any) -> list[int]:
         if isinstance(self.player, SearchPlayer):
-            return self.player.search.best_moves(game)
-        batch_mask = None if mask is None else mask[None]
-        return [int(self.player.act(_batch(obs), True, rng, batch_mask)[0])]
+            moves = self.player.search.best_moves(game)
+        else:
+            batch_mask = None if mask is None else mask[None]
+            moves = [int(self.player.act(_batch(obs), True, rng, batch_mask)[0])]
+        wrong = [m for m in moves if mask is not None and not mask[m]]
+        if wrong and mask is not None:
+            raise TrainerError(
+                f"--clone-teacher {self.name} played the illegal move {wrong[0]} in "
+                f"{self.game_id} (legal: {np.flatnonzero(mask).tolist()}); teach with a bot "
+                "of this game that masks its moves, or search:N"
+            )
+        return moves
 
 
 def label(
@@ -118,9 +128,8 @@ def label(
     """``clone.positions`` labelled positions (None: stopped). ``where``: the workspace
     (a teacher's file is relative to it), the seed and the move cap."""
     root, seed, cap = where
-    teacher = _Teacher(
-        bot_player(clone.teacher, info, seed, root, "--clone-teacher", bool(spec.wrappers))
-    )
+    player = bot_player(clone.teacher, info, seed, root, "--clone-teacher", bool(spec.wrappers))
+    teacher = _Teacher(player, clone.teacher, str(spec.id))
     rng, size = np.random.default_rng([seed, 1]), int(info.action_space.n)
     seen: list[Any] = []
     masks: list[NDArray[np.bool_]] = []
@@ -128,11 +137,14 @@ def label(
     game, said = make_game(spec), time.monotonic()
     try:
         while len(seen) < clone.positions:
-            if stop.signum is not None:
-                return None
             game.reset(seed=int(rng.integers(2**31)))
             noise, moves = rng.uniform(0.0, GAME_CLONE_NOISE), 0
             while not game_over(game) and moves < cap and len(seen) < clone.positions:
+                if stop.signum is not None:  # a deep search's game may take long
+                    return None
+                if time.monotonic() - said >= GAME_CLONE_REPORT_SECONDS:
+                    said = time.monotonic()
+                    say(f"{len(seen):,} of {clone.positions:,} positions labelled")
                 obs, mask = split_observation(game.observe(game.agent_selection), info)
                 legal = np.ones(size, bool) if mask is None else np.asarray(mask, bool)
                 best = teacher.moves(game, obs, None if mask is None else legal, rng)
@@ -142,9 +154,6 @@ def label(
                 pool = np.flatnonzero(legal) if rng.random() < noise else np.asarray(best)
                 game.step(int(rng.choice(pool)))
                 moves += 1
-            if time.monotonic() - said >= GAME_CLONE_REPORT_SECONDS:
-                said = time.monotonic()
-                say(f"{len(seen):,} of {clone.positions:,} positions labelled")
     finally:
         game.close()
     return Lesson(_stack(seen), None if not info.masked else np.stack(masks), np.stack(targets))

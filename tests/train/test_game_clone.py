@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ import pytest
 
 from cosmic_curriculum.envs.pettingzoo import game_info
 from cosmic_curriculum.envs.policy import load_env_bot
-from cosmic_curriculum.errors import ConfigError
+from cosmic_curriculum.errors import ConfigError, TrainerError
 from cosmic_curriculum.train.game_clone import agreement, held_out, label, target
 from cosmic_curriculum.train.game_run import train_game
 from cosmic_curriculum.train.league_settings import CloneSettings, LeagueOptions, clone_settings
@@ -207,6 +208,21 @@ def test_a_teacher_that_cannot_play_is_one_line_before_training(
         train_game(settings(tmp_path, 64, clone_teacher=teacher, clone_positions=10))
     assert fault in str(caught.value) and "\n" not in str(caught.value)
     assert not (tmp_path / "bots" / "g.json").exists()
+    assert not list(tmp_path.glob("checkpoints/g/*.zip"))
+
+
+def test_a_teachers_illegal_move_is_one_line(tmp_path: Path) -> None:
+    from cosmic_curriculum.envs.policy import save_env_bot
+    from tests.envs.game_helpers import random_game_bot
+
+    # an unmasked bot of a masked game: its greedy move is legal or not
+    loose = random_game_bot(TICTACTOE)
+    save_env_bot(replace(loose, action_mask=False), tmp_path / "loose.json")
+    with pytest.raises(TrainerError) as caught:
+        train_game(settings(tmp_path, 64, clone_teacher="loose.json", clone_positions=500))
+    message = str(caught.value)
+    assert message.startswith("--clone-teacher loose.json played the illegal move ")
+    assert "pettingzoo.classic.tictactoe_v3 (legal: [" in message and "\n" not in message
     assert not list(tmp_path.glob("checkpoints/g/*.zip"))
 
 
