@@ -84,3 +84,18 @@ def test_the_console_reporter_survives_a_closed_terminal(
     assert live.tried > 0 and out.tried == live.tried
     assert (sys.stdout, sys.stderr) == streams and capsys.readouterr() == ("", "")
     assert set(threading.enumerate()) <= threads
+
+
+@pytest.mark.parametrize("terminal", [True, False])
+def test_a_trainers_activity_is_shown_as_text_not_markup(terminal: bool) -> None:
+    """The bar (a terminal) and the plain line both show it literally."""
+    out = io.StringIO()
+    console = Console(file=out, width=200, color_system=None, force_terminal=terminal)
+    reporter = ConsoleReporter(console)
+    assert reporter.plain is not terminal
+    flight = Attempt(stage_index=0, attempt=0, experiment=S1, timesteps=400)
+    reporter.attempt_started(flight, [S1], Path("logs/a.log"))
+    activity = "cloning [/bold] search:2 [red]: 1,000 of 40,000 positions labelled"
+    reporter.training_progress(flight, {"timesteps": 0, "total": 400, "activity": activity})
+    reporter.training_finished(flight)
+    assert activity in out.getvalue()

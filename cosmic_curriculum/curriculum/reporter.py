@@ -138,7 +138,8 @@ class ConsoleReporter(Reporter):
             return
         fps = progress.get("fps")
         reward = progress.get("reward")
-        rate = progress.get("activity") or (f"{fps:,.0f} steps/s" if fps is not None else "")
+        activity = progress.get("activity")  # a trainer's text: no Rich markup of its own
+        rate = _escape(activity) if activity else f"{fps:,.0f} steps/s" if fps is not None else ""
         try:
             self._progress.update(
                 task,
