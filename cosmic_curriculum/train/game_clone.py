@@ -42,7 +42,7 @@ from cosmic_curriculum.defaults import (
 from cosmic_curriculum.envs.game_search import SearchPlayer
 from cosmic_curriculum.envs.pettingzoo import GameInfo, game_over, make_game, split_observation
 from cosmic_curriculum.errors import TrainerError
-from cosmic_curriculum.train.game_env import Player
+from cosmic_curriculum.train.game_env import Player, batch_of_one
 from cosmic_curriculum.train.league_settings import CloneSettings
 from cosmic_curriculum.train.league_store import bot_player
 from cosmic_curriculum.train.stopping import StopFlag
@@ -88,12 +88,6 @@ def _stack(items: list[Any]) -> Any:
     return np.stack([np.asarray(i) for i in items])
 
 
-def _batch(obs: Any) -> Any:
-    if isinstance(obs, dict):
-        return {k: np.asarray(v)[None] for k, v in obs.items()}
-    return np.asarray(obs)[None]
-
-
 class _Teacher:
     """The teacher's moves in a position: a search's every best move, else the bot's
     greedy move; an illegal one is the teacher's fault, in one line."""
@@ -106,7 +100,7 @@ class _Teacher:
             moves = self.player.search.best_moves(game)
         else:
             batch_mask = None if mask is None else mask[None]
-            moves = [int(self.player.act(_batch(obs), True, rng, batch_mask)[0])]
+            moves = [int(self.player.act(batch_of_one(obs), True, rng, batch_mask)[0])]
         wrong = [m for m in moves if mask is not None and not mask[m]]
         if wrong and mask is not None:
             raise TrainerError(

@@ -46,7 +46,8 @@ class Opponents(Protocol):
     def finished(self, name: str, reward: float) -> None: ...
 
 
-def _batch(obs: Any) -> Any:
+def batch_of_one(obs: Any) -> Any:
+    """One observation (a dict of arrays for a Dict space) as a batch of one."""
     if isinstance(obs, dict):
         return {k: np.asarray(v)[None] for k, v in obs.items()}
     return np.asarray(obs)[None]
@@ -110,7 +111,9 @@ class SeatEnv(gymnasium.Env[Any, Any]):
             batch_mask = None if mask is None else np.asarray(mask, dtype=bool)[None]
             # search:N plays from the game itself (envs/game_players.py)
             extra = {"games": [self.game]} if getattr(self.opponent, "needs_games", False) else {}
-            move = int(self.opponent.act(_batch(obs), False, self.rng, batch_mask, **extra)[0])
+            move = int(
+                self.opponent.act(batch_of_one(obs), False, self.rng, batch_mask, **extra)[0]
+            )
             if mask is not None and not mask[move]:
                 raise TrainerError(
                     f"opponent {self.opponent_name} played the illegal move {move} in "
