@@ -155,6 +155,7 @@ GAME_CLONE_NOISE: Final = 0.6
 GAME_CLONE_LEARNING_RATE: Final = 1e-3
 GAME_CLONE_BATCH: Final = 256
 GAME_CLONE_HELD_OUT: Final = 0.1
+GAME_CLONE_MAX_BYTES: Final = 2 * 1024**3  # the labelled positions, held in memory
 # Seconds between the labelling's progress lines (about a minute of it on connect four).
 GAME_CLONE_REPORT_SECONDS: Final = 10.0
 

@@ -36,12 +36,13 @@ from cosmic_curriculum.defaults import (
     GAME_CLONE_BATCH,
     GAME_CLONE_HELD_OUT,
     GAME_CLONE_LEARNING_RATE,
+    GAME_CLONE_MAX_BYTES,
     GAME_CLONE_NOISE,
     GAME_CLONE_REPORT_SECONDS,
 )
 from cosmic_curriculum.envs.game_search import SearchPlayer
 from cosmic_curriculum.envs.pettingzoo import GameInfo, game_over, make_game, split_observation
-from cosmic_curriculum.errors import TrainerError
+from cosmic_curriculum.errors import ConfigError, TrainerError
 from cosmic_curriculum.train.game_env import Player, batch_of_one
 from cosmic_curriculum.train.league_settings import CloneSettings
 from cosmic_curriculum.train.league_store import bot_player
@@ -80,6 +81,19 @@ def target(moves: list[int], size: int) -> NDArray[np.float32]:
 def held_out(count: int) -> int:
     """Positions held out of ``count`` for the report (the first ones)."""
     return int(count * GAME_CLONE_HELD_OUT)
+
+
+def check_size(clone: CloneSettings, obs: Any, actions: int) -> None:
+    """One line, before the labelling, when ``clone.positions`` of ``obs`` (one
+    observation) with their labels would not fit the memory the lesson may take."""
+    parts = obs.values() if isinstance(obs, dict) else [obs]
+    each = sum(np.asarray(v).nbytes for v in parts) + actions * 5  # + a target and a mask
+    if clone.positions * each > GAME_CLONE_MAX_BYTES:
+        fits = max(1, GAME_CLONE_MAX_BYTES // each)
+        raise ConfigError(
+            f"--clone-positions {clone.positions}: {each:,} bytes a position would take "
+            f"{clone.positions * each / 1024**3:.1f} GiB of memory; lower it to {fits:,} or fewer"
+        )
 
 
 def _stack(items: list[Any]) -> Any:
@@ -140,6 +154,8 @@ def label(
                     said = time.monotonic()
                     say(f"{len(seen):,} of {clone.positions:,} positions labelled")
                 obs, mask = split_observation(game.observe(game.agent_selection), info)
+                if not seen:
+                    check_size(clone, obs, size)
                 legal = np.ones(size, bool) if mask is None else np.asarray(mask, bool)
                 best = teacher.moves(game, obs, None if mask is None else legal, rng)
                 seen.append(obs)
@@ -202,10 +218,13 @@ def agreement(model: Any, lesson: Lesson) -> tuple[float, int] | None:
     rows = np.arange(held_out(len(lesson.targets)))
     if not len(rows):
         return None
-    with torch.no_grad():
-        log_p, goal = _log_probs(model.policy, lesson, rows)
-    first = log_p.argmax(-1, keepdim=True)
-    right = (goal.gather(1, first) > 0)[:, 0].numpy()
+    right = np.zeros(len(rows), bool)
+    with torch.no_grad():  # in minibatches: a held-out tenth of large observations is large
+        for start in range(0, len(rows), GAME_CLONE_BATCH):
+            chunk = rows[start : start + GAME_CLONE_BATCH]
+            log_p, goal = _log_probs(model.policy, lesson, chunk)
+            first = log_p.argmax(-1, keepdim=True)
+            right[chunk] = (goal.gather(1, first) > 0)[:, 0].numpy()
     legal = np.ones_like(lesson.targets[rows], bool) if lesson.masks is None else lesson.masks[rows]
     matters = (lesson.targets[rows] > 0).sum(-1) < legal.sum(-1)
     if not matters.any():

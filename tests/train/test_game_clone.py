@@ -21,7 +21,7 @@ import pytest
 from cosmic_curriculum.envs.pettingzoo import game_info
 from cosmic_curriculum.envs.policy import load_env_bot
 from cosmic_curriculum.errors import ConfigError, TrainerError
-from cosmic_curriculum.train.game_clone import agreement, held_out, label, target
+from cosmic_curriculum.train.game_clone import agreement, check_size, held_out, label, target
 from cosmic_curriculum.train.game_run import train_game
 from cosmic_curriculum.train.league_settings import CloneSettings, LeagueOptions, clone_settings
 from cosmic_curriculum.train.stopping import StopFlag
@@ -80,6 +80,29 @@ def test_the_target_spreads_the_weight_over_the_teachers_moves(
     moves: list[int], size: int, expected: list[float]
 ) -> None:
     assert np.allclose(target(moves, size), expected)
+
+
+@pytest.mark.parametrize(
+    ("positions", "obs", "fits"),
+    [
+        (40_000, np.zeros((6, 7, 2), np.int8), True),  # connect four: 84 bytes
+        (40_000, {"a": np.zeros(8, np.int8), "b": np.int64(1)}, True),
+        (40_000, np.zeros((210, 160, 3), np.uint8), False),  # an Atari frame: 4 GiB
+        (20_000, np.zeros((210, 160, 3), np.uint8), True),
+    ],
+)
+def test_a_lesson_too_large_for_memory_is_one_line(positions: int, obs: Any, fits: bool) -> None:
+    clone = CloneSettings("search:2", positions, 1)
+    if fits:
+        check_size(clone, obs, 18)
+        return
+    with pytest.raises(ConfigError) as caught:
+        check_size(clone, obs, 18)
+    message = str(caught.value)
+    assert message.startswith(
+        "--clone-positions 40000: 100,890 bytes a position would take 3.8 GiB"
+    )
+    assert message.endswith("lower it to 21,285 or fewer") and "\n" not in message
 
 
 @pytest.mark.parametrize(("count", "held"), [(1, 0), (9, 0), (10, 1), (40_000, 4_000)])
