@@ -42,6 +42,7 @@ from cosmic_curriculum.defaults import (
 )
 from cosmic_curriculum.envs.game_search import SearchPlayer
 from cosmic_curriculum.envs.pettingzoo import GameInfo, game_over, make_game, split_observation
+from cosmic_curriculum.envs.spaces import batch_of
 from cosmic_curriculum.errors import ConfigError, TrainerError
 from cosmic_curriculum.train.game_env import Player, batch_of_one
 from cosmic_curriculum.train.league_settings import CloneSettings
@@ -94,12 +95,6 @@ def check_size(clone: CloneSettings, obs: Any, actions: int) -> None:
             f"--clone-positions {clone.positions}: {each:,} bytes a position would take "
             f"{clone.positions * each / 1024**3:.1f} GiB of memory; lower it to {fits:,} or fewer"
         )
-
-
-def _stack(items: list[Any]) -> Any:
-    if isinstance(items[0], dict):
-        return {k: np.stack([np.asarray(i[k]) for i in items]) for k in items[0]}
-    return np.stack([np.asarray(i) for i in items])
 
 
 class _Teacher:
@@ -166,7 +161,7 @@ def label(
                 moves += 1
     finally:
         game.close()
-    return Lesson(_stack(seen), None if not info.masked else np.stack(masks), np.stack(targets))
+    return Lesson(batch_of(seen), None if not info.masked else np.stack(masks), np.stack(targets))
 
 
 def _log_probs(policy: Any, lesson: Lesson, index: NDArray[np.int64]) -> tuple[Any, Any]:

@@ -28,6 +28,7 @@ from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices
 
 from cosmic_curriculum.envs.pettingzoo import GameInfo
+from cosmic_curriculum.envs.spaces import batch_of
 from cosmic_curriculum.errors import TrainerError
 from cosmic_curriculum.train.game_env import Player
 from cosmic_curriculum.train.game_seats import Finished, WorkerPlan, work
@@ -52,13 +53,6 @@ def worker_plans(
         start += size
         plans.append(WorkerPlan(spec, seats, move_cap, seed + w, root, league.rule.bots))
     return plans
-
-
-def _stacked(obs: list[Any]) -> Any:
-    """The seats' observations as one batch (a dict observation: a batch per key)."""
-    if isinstance(obs[0], dict):
-        return {key: np.stack([o[key] for o in obs]) for key in obs[0]}
-    return np.stack(obs)
 
 
 def _column(answers: list[Any], k: int) -> list[Any]:
@@ -175,7 +169,7 @@ class GameWorkers(VecEnv):
         self.redraw = set(self.seats)  # and the one after it
         self._reset_seeds()
         self._reset_options()
-        return _stacked(obs)
+        return batch_of(obs)
 
     def _answers(self) -> list[Any]:
         return [self._answer(w) for w in range(len(self.plans))]
@@ -195,7 +189,7 @@ class GameWorkers(VecEnv):
         self.masks = np.array(_column(answers, 4))
         self._record(_column(answers, 5))
         return (
-            _stacked(_column(answers, 0)),
+            batch_of(_column(answers, 0)),
             np.asarray(_column(answers, 1), dtype=np.float32),
             np.asarray(_column(answers, 2), dtype=bool),
             _column(answers, 3),
