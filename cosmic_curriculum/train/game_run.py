@@ -276,15 +276,15 @@ def _train(
         raise ConfigError(f"the trained bot could not be saved: {exc}; change --policy") from None
     done = int(model.num_timesteps) if continued else 0
     left = max(0, base.timesteps - done)
-    clone = settings.clone
-    if clone is not None and resume is not None:  # its policy is the checkpoint's to keep
+    clone = settings.clone if resume is None else None  # a resume keeps its policy
+    if settings.clone is not None and resume is not None:
         kind = "continuation" if continued else "warm start"
         print(
-            f"note: --clone-teacher {clone.teacher}: not on a {kind}; the lesson is for a "
-            "fresh policy",
+            f"note: --clone-teacher {settings.clone.teacher}: not on a {kind}; the lesson "
+            "is for a fresh policy",
             flush=True,
         )
-    if clone is not None and resume is None:
+    if clone is not None:
         from cosmic_curriculum.train.game_clone import clone_teacher
 
         if (builtin_name(clone.teacher) or "").startswith("search:"):
@@ -307,7 +307,7 @@ def _train(
     if not continued and settings.rule.pool_size:
         league.snapshot(masked_bot(model, settings, info), 0)  # the pool's first opponent
     how = "continuing" if continued else ("warm start" if resume else "fresh")
-    if clone is not None and resume is None:
+    if clone is not None:
         how += f", cloned {clone.teacher}"
     print(
         f"train-env {base.experiment}: {base.algo} {policy} on {base.env.id}, "
